@@ -1,0 +1,93 @@
+# queenfs - one non-recursive Makefile.  Objects go under build/ (or
+# build/asan/ for the sanitizer build); nothing is written elsewhere.
+#   make            libqueen.a, queenfs, the test programs and examples
+#   make test       everything under prove (unit tests, then mount tests)
+#   make asan       the same tests on an ASan+UBSan build
+#   make bench      benchmarks (not part of test)
+-include config.mak
+
+CC ?= cc
+O ?= build
+PKGS = fuse3 sqlite3 libxxhash jansson
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+CORE_LIBS := $(shell pkg-config --libs sqlite3 libxxhash 2>/dev/null)
+
+WARN = -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes \
+	-Wmissing-prototypes -Wformat=2 -Wno-unused-parameter
+ifeq ($(WERROR),1)
+WARN += -Werror
+endif
+OPT ?= -O2 -g
+CFLAGS_ALL = -std=c11 -D_XOPEN_SOURCE=700 -D_DEFAULT_SOURCE -pthread \
+	$(OPT) $(WARN) $(PKG_CFLAGS) $(EXTRA_CFLAGS) -MMD -MP
+LDFLAGS_ALL = -pthread $(EXTRA_LDFLAGS)
+
+CORE_SRC = $(wildcard core/*.c)
+FS_SRC = $(filter-out fs/main.c,$(wildcard fs/*.c))
+UNIT_SRC = $(wildcard tests/t-*.c)
+EX_SRC = $(wildcard examples/*.c)
+
+CORE_OBJ = $(CORE_SRC:%.c=$(O)/%.o)
+FS_OBJ = $(FS_SRC:%.c=$(O)/%.o)
+UNIT_BIN = $(UNIT_SRC:tests/%.c=$(O)/tests/%)
+EX_BIN = $(EX_SRC:examples/%.c=$(O)/examples/%)
+LIB = $(O)/libqueen.a
+DAEMON = $(O)/queenfs
+
+all: $(LIB) $(DAEMON) $(UNIT_BIN) $(EX_BIN)
+
+$(O)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -c -o $@ $<
+
+$(LIB): $(CORE_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(DAEMON): $(O)/fs/main.o $(FS_OBJ) $(LIB)
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(PKG_LIBS)
+
+$(O)/tests/t-%: $(O)/tests/t-%.o $(O)/tests/tap.o $(LIB)
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(CORE_LIBS) $(if $(filter t-ctl t-json,t-$*),$(FS_OBJ) $(PKG_LIBS))
+
+$(O)/examples/%: $(O)/examples/%.o
+	$(CC) $(LDFLAGS_ALL) -o $@ $^
+
+# The units run first; the mount tests need the daemon and /dev/fuse.
+test check: all
+	QUEENFS_BUILD=$(abspath $(O)) prove -j2 $(PROVE_FLAGS) $(UNIT_BIN) $(wildcard tests/fs-*.sh)
+
+check-unit: all
+	prove $(UNIT_BIN)
+
+check-fs: all
+	QUEENFS_BUILD=$(abspath $(O)) prove $(wildcard tests/fs-*.sh)
+
+asan:
+	$(MAKE) O=build/asan OPT="-O1 -g -fno-omit-frame-pointer" \
+	    EXTRA_CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=all" \
+	    EXTRA_LDFLAGS="-fsanitize=address,undefined" test
+
+check-valgrind: all
+	for t in $(UNIT_BIN); do valgrind -q --error-exitcode=1 --leak-check=full $$t >/dev/null || exit 1; done
+
+check-layers:
+	@! grep -n '#include.*fuse' core/*.c core/*.h
+	@! grep -n '#include.*\(sqlite3\|xxhash\)' fs/*.c fs/*.h
+	@echo layers ok
+
+analyze:
+	cppcheck --quiet --error-exitcode=1 --enable=warning,portability \
+	    --inline-suppr --suppressions-list=.cppcheck-suppress \
+	    -D_XOPEN_SOURCE=700 core fs
+
+deps:
+	@tests/deps.sh
+
+clean:
+	rm -rf build
+
+.PHONY: all test check check-unit check-fs asan check-valgrind check-layers analyze deps clean
+
+-include $(CORE_OBJ:.o=.d) $(FS_OBJ:.o=.d) $(O)/fs/main.d $(UNIT_SRC:tests/%.c=$(O)/tests/%.d)

@@ -1,0 +1,372 @@
+/*
+ * ack.c - acknowledgement as an offset commit (seed 000): grouping items by
+ * (partition, group, lease), the lease check, resolving each transactionId
+ * by its hash inside the ack window, the two honesty guarantees, the retry
+ * budget and the dead-letter hand-off.  One cursor write per group.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core.h"
+
+enum status { S_COMPLETED, S_RETRY, S_FAILED, S_DLQ };
+
+/* At one offset dlq beats failed beats retry: the enum's order. */
+static enum status
+normalise(const char *s)
+{
+	if (!s || !strcmp(s, "completed") || !strcmp(s, "success") ||
+	    !strcmp(s, "acked") || !strcmp(s, "ok"))
+		return S_COMPLETED;
+	if (!strcmp(s, "retry"))
+		return S_RETRY;
+	if (!strcmp(s, "dlq"))
+		return S_DLQ;
+	return S_FAILED;
+}
+
+static void
+set_err(struct queen_ack_result *r, int err, const char *text)
+{
+	r->success = false;
+	r->err = err;
+	snprintf(r->error, sizeof(r->error), "%s", text);
+}
+
+int
+dead_letter(struct queen *q, const struct queue_row *qr,
+    const struct part_row *p, const struct group_row *g, int64_t offset,
+    int64_t retry_count, const char *error)
+{
+	struct queen_batch *b;
+	struct dlq_row d;
+	int rc;
+
+	if (!qr->conf.dlq)
+		return 0;
+	rc = batch_read(q, p, offset, 1, true, INT64_MAX, &b);
+	if (rc != 0)
+		return rc;
+	if (b->n == 0 || b->msgs[0].offset != offset) {
+		/* purged by retention meanwhile: nothing left to keep */
+		free(b);
+		return 0;
+	}
+	memset(&d, 0, sizeof(d));
+	d.queue_id = qr->id;
+	d.partition_id = p->id;
+	d.group = g->name;
+	d.offset = offset;
+	d.txid = b->msgs[0].txid;
+	d.payload = b->msgs[0].payload;
+	d.len = b->msgs[0].len;
+	d.created_at = b->msgs[0].created_at;
+	d.failed_at = queen_now(q);
+	d.retry_count = retry_count;
+	d.error = error && error[0] ? error : NULL;
+	rc = q->ops->dlq_insert(q->st, &d);
+	free(b);
+	return rc;
+}
+
+/* One (partition, group, lease) set of items. */
+struct unit {
+	struct queue_row qr;
+	struct part_row p;
+	struct group_row g;
+	const char *lease;
+	size_t *idx;      /* indices into items */
+	size_t n;
+};
+
+struct resolved {
+	int64_t off;
+	enum status st;
+	bool ok;          /* resolved inside the window */
+};
+
+static int
+resolve_target(struct queen *q, const struct queen_ack_item *it,
+    struct queue_row *qr, struct part_row *p, struct group_row *g)
+{
+	int rc;
+
+	if (it->partition_uuid && it->partition_uuid[0]) {
+		rc = q->ops->part_by_uuid(q->st, it->partition_uuid, p);
+		if (rc == -ENOENT)
+			return queen_err(q, -ENOENT, "no partition with id "
+			    "'%.40s'", it->partition_uuid);
+		if (rc != 0)
+			return rc;
+		if ((rc = q->ops->queue_by_id(q->st, p->queue_id, qr)) != 0)
+			return rc;
+	} else if (it->queue) {
+		if ((rc = queue_load(q, it->queue, qr)) != 0)
+			return rc;
+		if ((rc = part_load(q, qr, it->partition, false, p)) != 0)
+			return rc;
+	} else {
+		return queen_err(q, -EINVAL, "partitionId is required");
+	}
+	return group_load(q, qr, it->group, true, g);
+}
+
+/*
+ * Judge one unit and write its cursor once.  fence: a transaction wants
+ * any refusal to fail the whole call (returns -ESTALE / -ENOENT ...).
+ */
+static int
+ack_unit(struct queen *q, const struct queen_ack_item *items,
+    struct unit *u, struct queen_ack_result *res, bool fence)
+{
+	struct cursor_row c;
+	struct resolved *rv;
+	int64_t now = queen_now(q), lo, hi, newc, sig = -1, best = -1;
+	enum status sst = S_COMPLETED;
+	bool live, release = false, dl = false;
+	size_t i;
+	int rc;
+
+	if ((rc = cursor_load(q, &u->p, &u->g, &c)) != 0)
+		return rc;
+	live = c.lease_id[0] && c.lease_expires_at > now;
+	if (u->lease && (!live || strcmp(c.lease_id, u->lease) != 0)) {
+		for (i = 0; i < u->n; i++)
+			set_err(&res[u->idx[i]], -ESTALE, QUEEN_E_LEASE);
+		return fence ? queen_err(q, -ESTALE, QUEEN_E_LEASE) : 0;
+	}
+	rv = calloc(u->n, sizeof(*rv));
+	if (!rv)
+		return -ENOMEM;
+	lo = c.committed + 1 > u->p.txns_start ? c.committed + 1 :
+	    u->p.txns_start;
+	hi = live ? c.batch_end : u->p.tail;
+	for (i = 0; i < u->n; i++) {
+		const struct queen_ack_item *it = &items[u->idx[i]];
+		struct queen_ack_result *r = &res[u->idx[i]];
+		struct hash128 h;
+		int64_t off;
+
+		rv[i].st = normalise(it->status);
+		if (!it->txid || !it->txid[0]) {
+			set_err(r, -EINVAL, "transactionId is required");
+			continue;
+		}
+		hash_txid(it->txid, &h);
+		rc = q->ops->txn_find(q->st, u->p.id, &h, lo, hi, false, &off,
+		    NULL);
+		if (rc == 0) {
+			rv[i].off = off;
+			rv[i].ok = true;
+			continue;
+		}
+		if (rc != -ENOENT)
+			goto out;
+		/* at or below the cursor? */
+		rc = q->ops->txn_find(q->st, u->p.id, &h, u->p.txns_start,
+		    c.committed, true, &off, NULL);
+		if (rc != 0 && rc != -ENOENT)
+			goto out;
+		if (rc == 0 && rv[i].st == S_COMPLETED) {
+			r->success = true;
+			r->noop = true;
+		} else if (rc == 0) {
+			set_err(r, -EALREADY, QUEEN_E_ALREADY);
+		} else {
+			set_err(r, -ENOENT, QUEEN_E_UNRESOLVABLE);
+		}
+	}
+	rc = 0;
+	if (fence) {
+		for (i = 0; i < u->n; i++) {
+			struct queen_ack_result *r = &res[u->idx[i]];
+
+			if (!rv[i].ok && !r->success) {
+				rc = queen_err(q, r->err, "%s", r->error);
+				goto out;
+			}
+		}
+	}
+	/* the lowest explicit signal; at one offset the stronger wins */
+	for (i = 0; i < u->n; i++) {
+		if (!rv[i].ok || rv[i].st == S_COMPLETED)
+			continue;
+		if (sig < 0 || rv[i].off < sig ||
+		    (rv[i].off == sig && rv[i].st > sst)) {
+			sig = rv[i].off;
+			sst = rv[i].st;
+		}
+	}
+	/* the highest completed below it (or anywhere, with no signal) */
+	for (i = 0; i < u->n; i++) {
+		if (rv[i].ok && rv[i].st == S_COMPLETED &&
+		    (sig < 0 || rv[i].off < sig) && rv[i].off > best)
+			best = rv[i].off;
+	}
+	newc = best > c.committed ? best : c.committed;
+	if (newc > c.committed)
+		c.retry_count = 0;
+	if (sig >= 0) {
+		const char *err = NULL;
+
+		for (i = 0; i < u->n; i++) {
+			if (rv[i].ok && rv[i].off == sig && rv[i].st == sst)
+				err = items[u->idx[i]].error;
+		}
+		release = true;
+		if (sst == S_FAILED && c.retry_count < u->qr.conf.retry_limit) {
+			c.retry_count++;
+		} else if (sst == S_FAILED || sst == S_DLQ) {
+			rc = dead_letter(q, &u->qr, &u->p, &u->g, sig,
+			    c.retry_count, err);
+			if (rc != 0)
+				goto out;
+			dl = u->qr.conf.dlq != 0;
+			newc = sig;
+			c.retry_count = 0;
+		}
+	} else if (live && newc >= c.batch_end) {
+		release = true;
+	}
+	c.committed = newc;
+	if (release) {
+		c.lease_id[0] = '\0';
+		c.batch_end = 0;
+		c.lease_expires_at = 0;
+	}
+	if ((rc = cursor_refresh(q, &c)) != 0)
+		goto out;
+	if ((rc = q->ops->cursor_put(q->st, &c)) != 0)
+		goto out;
+	for (i = 0; i < u->n; i++) {
+		struct queen_ack_result *r = &res[u->idx[i]];
+
+		if (!rv[i].ok)
+			continue;
+		r->success = true;
+		r->lease_released = release && live;
+		r->dlq = dl && rv[i].off == sig && rv[i].st == sst;
+	}
+out:
+	free(rv);
+	return rc;
+}
+
+static bool
+same_unit(const struct unit *u, const struct part_row *p,
+    const struct group_row *g, const char *lease)
+{
+	if (u->p.id != p->id || u->g.id != g->id)
+		return false;
+	if (!u->lease || !lease)
+		return u->lease == lease;
+	return strcmp(u->lease, lease) == 0;
+}
+
+/*
+ * The shared body of queen_ack and of a transaction's acks.  With fence,
+ * the first refusal fails the call (the caller rolls back).
+ */
+int
+ack_items(struct queen *q, const struct queen_ack_item *items, size_t n,
+    struct queen_ack_result *res, bool fence)
+{
+	struct unit *units;
+	size_t *idx, nu = 0, i, j;
+	int rc = 0;
+
+	units = calloc(n ? n : 1, sizeof(*units));
+	idx = calloc(n ? n : 1, sizeof(*idx));
+	if (!units || !idx) {
+		free(units);
+		free(idx);
+		return -ENOMEM;
+	}
+	memset(res, 0, n * sizeof(*res));
+	/* group items, keeping request order within each unit */
+	for (i = 0; i < n; i++) {
+		struct queue_row qr;
+		struct part_row p;
+		struct group_row g;
+		const char *lease = items[i].lease_id && items[i].lease_id[0] ?
+		    items[i].lease_id : NULL;
+
+		rc = resolve_target(q, &items[i], &qr, &p, &g);
+		if (rc == -ENOENT || rc == -EINVAL) {
+			if (fence)
+				goto out;
+			set_err(&res[i], rc, rc == -ENOENT ?
+			    QUEEN_E_UNRESOLVABLE : queen_errmsg(q));
+			rc = 0;
+			continue;
+		}
+		if (rc != 0)
+			goto out;
+		for (j = 0; j < nu; j++) {
+			if (same_unit(&units[j], &p, &g, lease))
+				break;
+		}
+		if (j == nu) {
+			units[nu].qr = qr;
+			units[nu].p = p;
+			units[nu].g = g;
+			units[nu].lease = lease;
+			units[nu].n = 0;
+			nu++;
+		}
+		units[j].n++;
+		idx[i] = j;
+	}
+	/* lay each unit's indices out contiguously */
+	{
+		size_t *flat = calloc(n ? n : 1, sizeof(*flat)), at = 0;
+
+		if (!flat) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		for (j = 0; j < nu; j++) {
+			size_t k = 0;
+
+			units[j].idx = flat + at;
+			for (i = 0; i < n; i++) {
+				if (idx[i] == j && (res[i].err == 0))
+					units[j].idx[k++] = i;
+			}
+			units[j].n = k;
+			at += k;
+		}
+		for (j = 0; j < nu && rc == 0; j++)
+			rc = ack_unit(q, items, &units[j], res, fence);
+		free(flat);
+	}
+out:
+	free(units);
+	free(idx);
+	return rc;
+}
+
+int
+queen_ack(struct queen *q, const struct queen_ack_item *items, size_t n,
+    struct queen_ack_result *res)
+{
+	size_t i;
+	int rc;
+
+	if (n == 0)
+		return 0;
+	if ((rc = tx_begin(q)) != 0)
+		goto fail;
+	rc = ack_items(q, items, n, res, false);
+	rc = tx_end(q, rc);
+	if (rc == 0)
+		return 0;
+fail:
+	for (i = 0; i < n; i++) {
+		memset(&res[i], 0, sizeof(res[i]));
+		set_err(&res[i], -EIO, QUEEN_E_FLUSH);
+	}
+	return rc;
+}

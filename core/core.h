@@ -1,0 +1,341 @@
+/*
+ * core.h - what the engine's files share: the handle, the internal row
+ * types, and the storage seam.  The seam (struct store_ops) is the only way
+ * engine logic reaches storage; core/db.c implements it on SQLite, and a
+ * second backend implements the same table.  No SQL above the seam.
+ */
+#ifndef CORE_H
+#define CORE_H
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "queen.h"
+
+#define OFFSET_BITS 40
+#define MAX_OFFSET ((INT64_C(1) << OFFSET_BITS) - 1)
+
+/* A queue's configuration; each field in its natural unit (s, bytes, 0/1). */
+#define QCONF_N 15
+struct qconf {
+	int64_t lease_time;
+	int64_t retry_limit;
+	int64_t dlq;
+	int64_t batch;
+	int64_t wait;
+	int64_t delay;
+	int64_t window_buffer;
+	int64_t dedup_window;
+	int64_t retention;
+	int64_t completed_retention;
+	int64_t max_message_bytes;
+	int64_t expiry_charges_retry;
+	int64_t auto_ack;
+	int64_t timer_delay;
+	int64_t hash_retention;
+};
+
+struct queue_row {
+	int64_t id;
+	char name[QUEEN_NAME_MAX + 1];
+	int64_t created_at;
+	struct queen_owner owner;
+	struct qconf conf;
+};
+
+/* Group overrides: -1 means "as the queue". */
+struct group_row {
+	int64_t id;
+	int64_t queue_id;
+	char name[QUEEN_NAME_MAX + 1];
+	int64_t mode;
+	int64_t since;
+	int64_t created_at;
+	int64_t batch;
+	int64_t wait;
+	int64_t auto_ack;
+	struct queen_owner owner;
+	bool has_owner;
+};
+
+struct part_row {
+	int64_t id;
+	int64_t queue_id;
+	char name[QUEEN_NAME_MAX + 1];
+	char uuid[QUEEN_ID_LEN + 1];
+	int64_t head;
+	int64_t tail;
+	int64_t txns_start;
+	int64_t last_push_at;
+	int64_t duplicates;
+	int64_t created_at;
+};
+
+struct cursor_row {
+	int64_t partition_id;
+	int64_t group_id;
+	int64_t committed;
+	int64_t batch_end;        /* 0: no lease */
+	char lease_id[QUEEN_ID_LEN + 1];  /* "": no lease */
+	int64_t lease_expires_at;
+	int64_t retry_count;
+	int64_t next_at;          /* -1: nothing to deliver */
+};
+
+struct hash128 {
+	unsigned char b[16];
+};
+
+struct dlq_row {
+	int64_t queue_id;
+	int64_t partition_id;
+	const char *group;
+	int64_t offset;
+	const char *txid;
+	const void *payload;
+	size_t len;
+	int64_t created_at;
+	int64_t failed_at;
+	int64_t retry_count;
+	const char *error;
+};
+
+/* One message as the store hands it over (pointers valid until the next
+ * call on the store). */
+struct msg_row {
+	int64_t offset;
+	int64_t created_at;
+	const char *txid;
+	const char *trace_id;
+	const void *payload;
+	size_t len;
+};
+
+typedef int (*msg_row_cb)(void *arg, const struct msg_row *m);
+typedef int (*part_row_cb)(void *arg, const struct part_row *p);
+typedef int (*group_row_cb)(void *arg, const struct group_row *g);
+typedef int (*cursor_row_cb)(void *arg, const struct cursor_row *c);
+typedef int (*queue_row_cb)(void *arg, const struct queue_row *r);
+
+struct store;
+
+/*
+ * The storage seam.  Every function returns 0 or a negative errno (-ENOENT
+ * for a missing row), except where noted.  All run inside the transaction
+ * the engine opened with begin.
+ */
+struct store_ops {
+	void (*close)(struct store *st);
+	const char *(*errmsg)(struct store *st);
+	/* the last failure was an I/O error or corruption (not a refusal) */
+	bool (*io_failed)(struct store *st);
+
+	int (*begin)(struct store *st);
+	int (*commit)(struct store *st);
+	void (*rollback)(struct store *st);
+	int (*savepoint)(struct store *st);
+	int (*release)(struct store *st);
+	void (*rollback_to)(struct store *st);
+
+	int (*queue_get)(struct store *st, const char *name,
+	    struct queue_row *out);
+	int (*queue_by_id)(struct store *st, int64_t id, struct queue_row *out);
+	int (*queue_insert)(struct store *st, struct queue_row *r);
+	int (*queue_update)(struct store *st, const struct queue_row *r);
+	int (*queue_delete)(struct store *st, int64_t id);
+	int (*queue_list)(struct store *st, queue_row_cb cb, void *arg);
+	/* counts of retained messages, named groups and timers */
+	int (*queue_usage)(struct store *st, int64_t id, int64_t *msgs,
+	    int64_t *groups, int64_t *timers);
+
+	int (*part_get)(struct store *st, int64_t queue_id, const char *name,
+	    struct part_row *out);
+	int (*part_by_id)(struct store *st, int64_t id, struct part_row *out);
+	int (*part_by_uuid)(struct store *st, const char *uuid,
+	    struct part_row *out);
+	int (*part_insert)(struct store *st, struct part_row *p);
+	int (*part_update)(struct store *st, const struct part_row *p);
+	int (*part_list)(struct store *st, int64_t queue_id, part_row_cb cb,
+	    void *arg);
+
+	int (*group_get)(struct store *st, int64_t queue_id, const char *name,
+	    struct group_row *out);
+	int (*group_by_id)(struct store *st, int64_t id, struct group_row *out);
+	int (*group_insert)(struct store *st, struct group_row *g);
+	int (*group_update)(struct store *st, const struct group_row *g);
+	int (*group_delete)(struct store *st, int64_t id);
+	int (*group_list)(struct store *st, int64_t queue_id, group_row_cb cb,
+	    void *arg);
+
+	int (*cursor_get)(struct store *st, int64_t part_id, int64_t group_id,
+	    struct cursor_row *out);
+	int (*cursor_put)(struct store *st, const struct cursor_row *c);
+	int (*cursor_by_lease)(struct store *st, const char *lease_id,
+	    struct cursor_row *out);
+	/* rows of the group with next_at in (after_at/after_pid, upto],
+	 * ordered by (next_at, partition_id) */
+	int (*cursor_ready)(struct store *st, int64_t group_id, int64_t upto,
+	    int64_t after_at, int64_t after_pid, cursor_row_cb cb, void *arg);
+	int (*cursor_list_group)(struct store *st, int64_t group_id,
+	    cursor_row_cb cb, void *arg);
+	int (*cursor_list_part)(struct store *st, int64_t part_id,
+	    cursor_row_cb cb, void *arg);
+	/* set next_at = at where it is -1 (caught-up cursors of a partition) */
+	int (*cursor_wake)(struct store *st, int64_t part_id, int64_t at);
+	int (*cursor_delete_group)(struct store *st, int64_t group_id);
+	/* min committed over the partition's cursors; tail when none */
+	int (*cursor_min_committed)(struct store *st, int64_t part_id,
+	    int64_t *out);
+
+	int (*msg_append)(struct store *st, int64_t part_id, int64_t offset,
+	    int64_t created_at, const char *txid, const char *trace_id,
+	    const void *payload, size_t len, const struct hash128 *h);
+	/* messages with offset >= from, ascending, at most max */
+	int (*msg_scan)(struct store *st, int64_t part_id, int64_t from,
+	    size_t max, bool payload, msg_row_cb cb, void *arg);
+	/* created_at of a message; -ENOENT if purged */
+	int (*msg_time)(struct store *st, int64_t part_id, int64_t offset,
+	    int64_t *created_at);
+	/* first retained offset > after, with its time; -ENOENT none */
+	int (*msg_next)(struct store *st, int64_t part_id, int64_t after,
+	    int64_t *offset, int64_t *created_at);
+	int (*msg_count)(struct store *st, int64_t part_id, int64_t above,
+	    int64_t *out);
+	/* delete retained offsets <= upto, at most limit of them */
+	int (*msg_purge)(struct store *st, int64_t part_id, int64_t upto,
+	    int64_t limit, int64_t *deleted);
+
+	/* lowest offset in [lo, hi] whose txid hashes to h, or highest if
+	 * highest is set; -ENOENT */
+	int (*txn_find)(struct store *st, int64_t part_id,
+	    const struct hash128 *h, int64_t lo, int64_t hi, bool highest,
+	    int64_t *offset, int64_t *created_at);
+	int (*txn_time)(struct store *st, int64_t part_id, int64_t offset,
+	    int64_t *created_at);
+	/* delete hash rows with offset <= upto, at most limit of them */
+	int (*txn_purge)(struct store *st, int64_t part_id, int64_t upto,
+	    int64_t limit, int64_t *deleted);
+
+	int (*dlq_insert)(struct store *st, const struct dlq_row *d);
+	int (*dlq_list)(struct store *st, int64_t queue_id, const char *group,
+	    bool payload, queen_dlq_cb cb, void *arg);
+	int (*dlq_count)(struct store *st, int64_t queue_id, const char *group,
+	    int64_t *out);
+
+	int (*kv_get)(struct store *st, const char *ns, const char *key,
+	    int64_t now, struct queen_kv_value **out);
+	int (*kv_put)(struct store *st, const char *ns, const char *key,
+	    const void *data, size_t len, int64_t expires_at, int64_t now);
+	int (*kv_delete)(struct store *st, const char *ns, const char *key,
+	    int64_t now);
+	int (*kv_set_expiry)(struct store *st, const char *ns, const char *key,
+	    int64_t expires_at, int64_t now);
+	int (*kv_list)(struct store *st, const char *ns, int64_t now,
+	    queen_kv_cb cb, void *arg);
+	int (*kv_purge)(struct store *st, int64_t now, int64_t limit,
+	    int64_t *deleted);
+	int (*ns_get)(struct store *st, const char *ns, struct queen_owner *o);
+	int (*ns_put)(struct store *st, const char *ns,
+	    const struct queen_owner *o, int64_t now);
+	int (*ns_delete)(struct store *st, const char *ns);
+	int (*ns_list)(struct store *st, int64_t now, queen_name_cb cb,
+	    void *arg);
+
+	int (*timer_put)(struct store *st, int64_t queue_id, const char *key,
+	    const char *partition, int64_t due_at, const void *payload,
+	    size_t len, int64_t now);
+	int (*timer_delete)(struct store *st, int64_t queue_id,
+	    const char *key);
+	int (*timer_get)(struct store *st, int64_t queue_id, const char *key,
+	    bool payload, struct queen_timer_info **out);
+	int (*timer_list)(struct store *st, int64_t queue_id, queen_timer_cb cb,
+	    void *arg);
+	/* the earliest due timer anywhere with its queue; -ENOENT none due */
+	int (*timer_due)(struct store *st, int64_t now, int64_t *queue_id,
+	    struct queen_timer_info **out);
+};
+
+struct queen {
+	const struct store_ops *ops;
+	struct store *st;
+	queen_clock_fn clock;
+	void *clock_arg;
+	int batch_depth;          /* >0: inside queen_batch_begin */
+	bool failed;              /* a storage I/O error stops all writes */
+	char failmsg[256];
+	char err[512];
+};
+
+/* queen.c */
+int queen_err(struct queen *q, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int tx_begin(struct queen *q);
+int tx_end(struct queen *q, int rc);
+void uuid_v7(struct queen *q, char out[QUEEN_ID_LEN + 1]);
+int64_t clamp_add(int64_t a, int64_t b);
+
+/* db.c */
+int db_open(const struct queen_options *opt, struct store **out,
+    const struct store_ops **ops, char *err, size_t errlen);
+
+/* hash.c */
+void hash_txid(const char *txid, struct hash128 *out);
+
+/* config.c */
+extern const size_t qconf_offsets[QCONF_N];
+#define QCONF_FIELD(c, i) ((int64_t *)((char *)(c) + qconf_offsets[i]))
+void qconf_defaults(struct qconf *c);
+int config_apply(struct queen *q, struct queue_row *qr, struct group_row *gr,
+    const char *const *keys, const char *const *values, size_t n);
+ssize_t config_format(const struct queue_row *qr, const struct group_row *gr,
+    char *buf, size_t len);
+int config_lookup(const struct queue_row *qr, const struct group_row *gr,
+    const char *key, int64_t *value);
+int parse_time(const char *s, int64_t *ms);
+
+/* queue.c */
+int queue_load(struct queen *q, const char *name, struct queue_row *out);
+int queue_ensure(struct queen *q, const char *name, struct queue_row *out);
+int part_load(struct queen *q, const struct queue_row *qr, const char *name,
+    bool create, struct part_row *out);
+int group_load(struct queen *q, const struct queue_row *qr, const char *name,
+    bool create, struct group_row *out);
+int cursor_load(struct queen *q, const struct part_row *p,
+    const struct group_row *g, struct cursor_row *out);
+int cursor_refresh(struct queen *q, struct cursor_row *c);
+int64_t offset_before(struct queen *q, const struct part_row *p, int64_t t);
+int64_t group_eff(const struct queue_row *qr, const struct group_row *g,
+    int which);
+
+int group_default(struct queen *q, const struct queue_row *qr,
+    const char *name, struct group_row *out);
+int group_resubscribe(struct queen *q, const struct queue_row *qr,
+    const struct group_row *g);
+int collect_msg(void *arg, const struct msg_row *m);
+int batch_read(struct queen *q, const struct part_row *p, int64_t from,
+    size_t max, bool payload, int64_t upto_time, struct queen_batch **out);
+
+/* kv.c, timer.c: the bodies, for callers already inside a transaction */
+int kv_put_locked(struct queen *q, const char *ns, const char *key,
+    const void *data, size_t len, int64_t ttl_ms, bool if_absent);
+int timer_schedule_locked(struct queen *q, const char *queue,
+    const char *key, const char *partition, int64_t due_at,
+    const void *payload, size_t len);
+int timer_cancel_locked(struct queen *q, const char *queue, const char *key);
+
+/* push.c */
+int push_items(struct queen *q, const struct queen_push_item *items,
+    size_t n, bool create_excl, struct queen_push_result *res,
+    int *dup_index);
+
+/* ack.c */
+int dead_letter(struct queen *q, const struct queue_row *qr,
+    const struct part_row *p, const struct group_row *g, int64_t offset,
+    int64_t retry_count, const char *error);
+int ack_items(struct queen *q, const struct queen_ack_item *items, size_t n,
+    struct queen_ack_result *res, bool fence);
+
+#endif

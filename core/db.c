@@ -1,0 +1,1709 @@
+/*
+ * db.c - the SQLite implementation of the storage seam: the connection and
+ * its pragmas, transactions, the table of every SQL statement, and the one
+ * function that turns SQLite result codes into errno values.  Engine rules
+ * live above the seam; nothing here decides what an ack means.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "db.h"
+
+#define PB(pid) ((int64_t)(pid) << OFFSET_BITS)
+
+/*
+ * Checklist for a new statement: add its enum, its text (with the bind
+ * order beside it), and use db_stmt() to get it; queen_close finalises it.
+ */
+enum stmt {
+	ST_BEGIN, ST_COMMIT, ST_ROLLBACK, ST_SAVEPOINT, ST_RELEASE, ST_ROLLBACK_TO,
+	ST_QUEUE_GET, ST_QUEUE_BY_ID, ST_QUEUE_INSERT, ST_QUEUE_UPDATE,
+	ST_QUEUE_DELETE, ST_QUEUE_LIST, ST_QUEUE_MSGS, ST_QUEUE_GROUPS,
+	ST_QUEUE_TIMERS,
+	ST_PART_GET, ST_PART_BY_ID, ST_PART_BY_UUID, ST_PART_INSERT,
+	ST_PART_UPDATE, ST_PART_LIST,
+	ST_GROUP_GET, ST_GROUP_BY_ID, ST_GROUP_INSERT, ST_GROUP_UPDATE,
+	ST_GROUP_DELETE, ST_GROUP_LIST,
+	ST_CUR_GET, ST_CUR_PUT, ST_CUR_BY_LEASE, ST_CUR_READY, ST_CUR_LIST_GROUP,
+	ST_CUR_LIST_PART, ST_CUR_WAKE, ST_CUR_DEL_GROUP, ST_CUR_MIN,
+	ST_MSG_APPEND, ST_TXN_APPEND, ST_MSG_SCAN, ST_MSG_SCAN_META, ST_MSG_TIME,
+	ST_MSG_NEXT, ST_MSG_COUNT, ST_MSG_PURGE, ST_MSG_DELETE_PART,
+	ST_TXN_FIND_LO, ST_TXN_FIND_HI, ST_TXN_TIME, ST_TXN_PURGE,
+	ST_TXN_DELETE_PART,
+	ST_DLQ_INSERT, ST_DLQ_LIST, ST_DLQ_LIST_META, ST_DLQ_COUNT,
+	ST_KV_GET, ST_KV_PUT, ST_KV_DELETE, ST_KV_EXPIRY, ST_KV_LIST, ST_KV_PURGE,
+	ST_NS_GET, ST_NS_PUT, ST_NS_DELETE, ST_NS_LIST,
+	ST_TIMER_PUT, ST_TIMER_DELETE, ST_TIMER_GET, ST_TIMER_LIST, ST_TIMER_DUE,
+	ST__N
+};
+
+#define QUEUE_COLS "id, name, created_at, uid, gid, mode, lease_time, " \
+	"retry_limit, dlq, batch, wait, delay, window_buffer, dedup_window, " \
+	"retention, completed_retention, max_message_bytes, " \
+	"expiry_charges_retry, auto_ack, timer_delay, hash_retention"
+#define PART_COLS "id, queue_id, name, uuid, head, tail, txns_start, " \
+	"last_push_at, duplicates, created_at"
+#define GROUP_COLS "id, queue_id, name, mode, since, created_at, batch, " \
+	"wait, auto_ack, uid, gid, perm"
+#define CUR_COLS "partition_id, group_id, committed, batch_end, lease_id, " \
+	"lease_expires_at, retry_count, next_at"
+#define LIVE_KV "(expires_at = 0 OR expires_at > ?3)"
+
+static const char *const sql[ST__N] = {
+	[ST_BEGIN] = "BEGIN IMMEDIATE",
+	[ST_COMMIT] = "COMMIT",
+	[ST_ROLLBACK] = "ROLLBACK",
+	[ST_SAVEPOINT] = "SAVEPOINT op",
+	[ST_RELEASE] = "RELEASE op",
+	[ST_ROLLBACK_TO] = "ROLLBACK TO op",
+	/* name */
+	[ST_QUEUE_GET] = "SELECT " QUEUE_COLS " FROM queues WHERE name = ?1",
+	/* id */
+	[ST_QUEUE_BY_ID] = "SELECT " QUEUE_COLS " FROM queues WHERE id = ?1",
+	/* name, created_at, uid, gid, mode, then the 15 config values */
+	[ST_QUEUE_INSERT] = "INSERT INTO queues (" QUEUE_COLS ") VALUES "
+	    "(NULL, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
+	    "?14, ?15, ?16, ?17, ?18, ?19, ?20)",
+	/* as insert, then id as ?21 */
+	[ST_QUEUE_UPDATE] = "UPDATE queues SET name = ?1, created_at = ?2, "
+	    "uid = ?3, gid = ?4, mode = ?5, lease_time = ?6, retry_limit = ?7, "
+	    "dlq = ?8, batch = ?9, wait = ?10, delay = ?11, "
+	    "window_buffer = ?12, dedup_window = ?13, retention = ?14, "
+	    "completed_retention = ?15, max_message_bytes = ?16, "
+	    "expiry_charges_retry = ?17, auto_ack = ?18, timer_delay = ?19, "
+	    "hash_retention = ?20 WHERE id = ?21",
+	/* id */
+	[ST_QUEUE_DELETE] = "DELETE FROM queues WHERE id = ?1",
+	[ST_QUEUE_LIST] = "SELECT " QUEUE_COLS " FROM queues ORDER BY name",
+	/* queue id */
+	[ST_QUEUE_MSGS] = "SELECT coalesce(sum(tail - head + 1), 0) "
+	    "FROM partitions WHERE queue_id = ?1 AND tail >= head",
+	[ST_QUEUE_GROUPS] = "SELECT count(*) FROM groups WHERE queue_id = ?1 "
+	    "AND name <> '" QUEEN_QUEUE_MODE "'",
+	[ST_QUEUE_TIMERS] = "SELECT count(*) FROM timers WHERE queue_id = ?1",
+	/* queue id, name */
+	[ST_PART_GET] = "SELECT " PART_COLS " FROM partitions "
+	    "WHERE queue_id = ?1 AND name = ?2",
+	/* id */
+	[ST_PART_BY_ID] = "SELECT " PART_COLS " FROM partitions WHERE id = ?1",
+	/* uuid */
+	[ST_PART_BY_UUID] = "SELECT " PART_COLS " FROM partitions "
+	    "WHERE uuid = ?1",
+	/* queue_id, name, uuid, head, tail, txns_start, last_push_at,
+	 * duplicates, created_at */
+	[ST_PART_INSERT] = "INSERT INTO partitions (" PART_COLS ") VALUES "
+	    "(NULL, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+	/* head, tail, txns_start, last_push_at, duplicates, id */
+	[ST_PART_UPDATE] = "UPDATE partitions SET head = ?1, tail = ?2, "
+	    "txns_start = ?3, last_push_at = ?4, duplicates = ?5 WHERE id = ?6",
+	/* queue id */
+	[ST_PART_LIST] = "SELECT " PART_COLS " FROM partitions "
+	    "WHERE queue_id = ?1 ORDER BY name",
+	/* queue id, name */
+	[ST_GROUP_GET] = "SELECT " GROUP_COLS " FROM groups "
+	    "WHERE queue_id = ?1 AND name = ?2",
+	[ST_GROUP_BY_ID] = "SELECT " GROUP_COLS " FROM groups WHERE id = ?1",
+	/* queue_id, name, mode, since, created_at, batch, wait, auto_ack,
+	 * uid, gid, perm */
+	[ST_GROUP_INSERT] = "INSERT INTO groups (" GROUP_COLS ") VALUES "
+	    "(NULL, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+	/* as insert, then id as ?12 */
+	[ST_GROUP_UPDATE] = "UPDATE groups SET queue_id = ?1, name = ?2, "
+	    "mode = ?3, since = ?4, created_at = ?5, batch = ?6, wait = ?7, "
+	    "auto_ack = ?8, uid = ?9, gid = ?10, perm = ?11 WHERE id = ?12",
+	[ST_GROUP_DELETE] = "DELETE FROM groups WHERE id = ?1",
+	/* queue id */
+	[ST_GROUP_LIST] = "SELECT " GROUP_COLS " FROM groups "
+	    "WHERE queue_id = ?1 ORDER BY name",
+	/* partition id, group id */
+	[ST_CUR_GET] = "SELECT " CUR_COLS " FROM cursors "
+	    "WHERE partition_id = ?1 AND group_id = ?2",
+	/* the eight columns in order */
+	[ST_CUR_PUT] = "INSERT OR REPLACE INTO cursors (" CUR_COLS ") "
+	    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+	/* lease id */
+	[ST_CUR_BY_LEASE] = "SELECT " CUR_COLS " FROM cursors "
+	    "WHERE lease_id = ?1",
+	/* group id, upto, after_at, after_pid */
+	[ST_CUR_READY] = "SELECT " CUR_COLS " FROM cursors "
+	    "WHERE group_id = ?1 AND next_at >= 0 AND next_at <= ?2 "
+	    "AND (next_at > ?3 OR (next_at = ?3 AND partition_id > ?4)) "
+	    "ORDER BY next_at, partition_id LIMIT 64",
+	/* group id */
+	[ST_CUR_LIST_GROUP] = "SELECT " CUR_COLS " FROM cursors "
+	    "WHERE group_id = ?1",
+	/* partition id */
+	[ST_CUR_LIST_PART] = "SELECT " CUR_COLS " FROM cursors "
+	    "WHERE partition_id = ?1",
+	/* partition id, at */
+	[ST_CUR_WAKE] = "UPDATE cursors SET next_at = ?2 "
+	    "WHERE partition_id = ?1 AND next_at < 0",
+	[ST_CUR_DEL_GROUP] = "DELETE FROM cursors WHERE group_id = ?1",
+	/* partition id */
+	[ST_CUR_MIN] = "SELECT min(committed) FROM cursors "
+	    "WHERE partition_id = ?1",
+	/* key, created_at, txid, trace_id, payload */
+	[ST_MSG_APPEND] = "INSERT INTO messages (id, created_at, txid, "
+	    "trace_id, payload) VALUES (?1, ?2, ?3, ?4, ?5)",
+	/* key, hash, created_at */
+	[ST_TXN_APPEND] = "INSERT INTO txns (id, hash, created_at) "
+	    "VALUES (?1, ?2, ?3)",
+	/* from key, to key, limit */
+	[ST_MSG_SCAN] = "SELECT id, created_at, txid, trace_id, payload "
+	    "FROM messages WHERE id >= ?1 AND id <= ?2 ORDER BY id LIMIT ?3",
+	[ST_MSG_SCAN_META] = "SELECT id, created_at, txid, trace_id, "
+	    "length(payload) FROM messages WHERE id >= ?1 AND id <= ?2 "
+	    "ORDER BY id LIMIT ?3",
+	/* key */
+	[ST_MSG_TIME] = "SELECT created_at FROM messages WHERE id = ?1",
+	/* after key, last key */
+	[ST_MSG_NEXT] = "SELECT id, created_at FROM messages "
+	    "WHERE id > ?1 AND id <= ?2 ORDER BY id LIMIT 1",
+	[ST_MSG_COUNT] = "SELECT count(*) FROM messages "
+	    "WHERE id > ?1 AND id <= ?2",
+	/* first key, upto key, limit */
+	[ST_MSG_PURGE] = "DELETE FROM messages WHERE id IN (SELECT id FROM "
+	    "messages WHERE id >= ?1 AND id <= ?2 ORDER BY id LIMIT ?3)",
+	/* first key, last key */
+	[ST_MSG_DELETE_PART] = "DELETE FROM messages "
+	    "WHERE id >= ?1 AND id <= ?2",
+	/* hash, lo key, hi key */
+	[ST_TXN_FIND_LO] = "SELECT id, created_at FROM txns WHERE hash = ?1 "
+	    "AND id >= ?2 AND id <= ?3 ORDER BY id LIMIT 1",
+	[ST_TXN_FIND_HI] = "SELECT id, created_at FROM txns WHERE hash = ?1 "
+	    "AND id >= ?2 AND id <= ?3 ORDER BY id DESC LIMIT 1",
+	/* key */
+	[ST_TXN_TIME] = "SELECT created_at FROM txns WHERE id = ?1",
+	/* first key, upto key, limit */
+	[ST_TXN_PURGE] = "DELETE FROM txns WHERE id IN (SELECT id FROM txns "
+	    "WHERE id >= ?1 AND id <= ?2 ORDER BY id LIMIT ?3)",
+	[ST_TXN_DELETE_PART] = "DELETE FROM txns WHERE id >= ?1 AND id <= ?2",
+	/* queue, partition, group, offset, txid, payload, created_at,
+	 * failed_at, retry_count, error */
+	[ST_DLQ_INSERT] = "INSERT INTO dlq (queue_id, partition_id, group_name, "
+	    "offset, txid, payload, created_at, failed_at, retry_count, error) "
+	    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+	/* queue id, group id */
+	[ST_DLQ_LIST] = "SELECT d.id, p.name, d.group_name, d.txid, d.error, "
+	    "d.offset, d.retry_count, d.created_at, d.failed_at, d.payload "
+	    "FROM dlq d JOIN partitions p ON p.id = d.partition_id "
+	    "WHERE d.queue_id = ?1 AND d.group_name = ?2 ORDER BY d.id",
+	[ST_DLQ_LIST_META] = "SELECT d.id, p.name, d.group_name, d.txid, "
+	    "d.error, d.offset, d.retry_count, d.created_at, d.failed_at, "
+	    "length(d.payload) "
+	    "FROM dlq d JOIN partitions p ON p.id = d.partition_id "
+	    "WHERE d.queue_id = ?1 AND d.group_name = ?2 ORDER BY d.id",
+	[ST_DLQ_COUNT] = "SELECT count(*) FROM dlq "
+	    "WHERE queue_id = ?1 AND group_name = ?2",
+	/* ns, key, now */
+	[ST_KV_GET] = "SELECT value, version, expires_at, updated_at FROM kv "
+	    "WHERE ns = ?1 AND key = ?2 AND " LIVE_KV,
+	/* ns, key, value, expires_at, now */
+	[ST_KV_PUT] = "INSERT INTO kv (ns, key, value, version, expires_at, "
+	    "updated_at) VALUES (?1, ?2, ?3, 1, ?4, ?5) "
+	    "ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value, "
+	    "version = CASE WHEN kv.expires_at > 0 AND kv.expires_at <= ?5 "
+	    "THEN 1 ELSE kv.version + 1 END, "
+	    "expires_at = excluded.expires_at, updated_at = excluded.updated_at",
+	/* ns, key, now */
+	[ST_KV_DELETE] = "DELETE FROM kv WHERE ns = ?1 AND key = ?2 AND "
+	    LIVE_KV,
+	/* ns, key, now, expires_at */
+	[ST_KV_EXPIRY] = "UPDATE kv SET expires_at = ?4 "
+	    "WHERE ns = ?1 AND key = ?2 AND " LIVE_KV,
+	/* ns, (unused), now */
+	[ST_KV_LIST] = "SELECT key, value, version, expires_at, updated_at "
+	    "FROM kv WHERE ns = ?1 AND ?2 IS NULL AND " LIVE_KV
+	    " ORDER BY key",
+	/* now, limit */
+	[ST_KV_PURGE] = "DELETE FROM kv WHERE rowid IN (SELECT rowid FROM kv "
+	    "WHERE expires_at > 0 AND expires_at <= ?1 LIMIT ?2)",
+	/* ns */
+	[ST_NS_GET] = "SELECT uid, gid, mode FROM kv_ns WHERE name = ?1",
+	/* ns, uid, gid, mode, now */
+	[ST_NS_PUT] = "INSERT OR REPLACE INTO kv_ns (name, uid, gid, mode, "
+	    "created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+	[ST_NS_DELETE] = "DELETE FROM kv_ns WHERE name = ?1",
+	/* now */
+	[ST_NS_LIST] = "SELECT name FROM kv_ns UNION SELECT ns FROM kv "
+	    "WHERE expires_at = 0 OR expires_at > ?1 ORDER BY 1",
+	/* queue, key, partition, due_at, payload, now */
+	[ST_TIMER_PUT] = "INSERT INTO timers (queue_id, key, partition, "
+	    "due_at, payload, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6) "
+	    "ON CONFLICT (queue_id, key) DO UPDATE SET "
+	    "partition = excluded.partition, due_at = excluded.due_at, "
+	    "payload = excluded.payload",
+	/* queue, key */
+	[ST_TIMER_DELETE] = "DELETE FROM timers WHERE queue_id = ?1 "
+	    "AND key = ?2",
+	[ST_TIMER_GET] = "SELECT key, partition, due_at, created_at, payload "
+	    "FROM timers WHERE queue_id = ?1 AND key = ?2",
+	/* queue */
+	[ST_TIMER_LIST] = "SELECT key, partition, due_at, created_at, payload "
+	    "FROM timers WHERE queue_id = ?1 ORDER BY key",
+	/* now */
+	[ST_TIMER_DUE] = "SELECT key, partition, due_at, created_at, payload, "
+	    "queue_id FROM timers WHERE due_at <= ?1 ORDER BY due_at LIMIT 1",
+};
+
+struct store {
+	sqlite3 *db;
+	sqlite3_stmt *st[ST__N];
+	int last_rc;
+	char err[256];
+};
+
+int
+db_errno(int rc)
+{
+	switch (rc & 0xff) {
+	case SQLITE_OK:
+	case SQLITE_DONE:
+	case SQLITE_ROW:
+		return 0;
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED:
+		return -EBUSY;
+	case SQLITE_FULL:
+		return -ENOSPC;
+	case SQLITE_NOMEM:
+		return -ENOMEM;
+	case SQLITE_READONLY:
+		return -EROFS;
+	case SQLITE_PERM:
+	case SQLITE_AUTH:
+	case SQLITE_CANTOPEN:
+		return -EACCES;
+	case SQLITE_TOOBIG:
+		return -EFBIG;
+	case SQLITE_CONSTRAINT:
+		if (rc == SQLITE_CONSTRAINT_UNIQUE ||
+		    rc == SQLITE_CONSTRAINT_PRIMARYKEY)
+			return -EEXIST;
+		return -EINVAL;
+	default:
+		return -EIO;
+	}
+}
+
+static int
+fail(struct store *s, int rc)
+{
+	s->last_rc = sqlite3_extended_errcode(s->db);
+	if (s->last_rc == SQLITE_OK)
+		s->last_rc = rc;
+	snprintf(s->err, sizeof(s->err), "%s", sqlite3_errmsg(s->db));
+	return db_errno(s->last_rc);
+}
+
+static sqlite3_stmt *
+stmt(struct store *s, enum stmt id)
+{
+	sqlite3_stmt *st = s->st[id];
+
+	if (st) {
+		sqlite3_reset(st);
+		sqlite3_clear_bindings(st);
+		return st;
+	}
+	if (sqlite3_prepare_v3(s->db, sql[id], -1, SQLITE_PREPARE_PERSISTENT,
+	    &st, NULL) != SQLITE_OK) {
+		fail(s, SQLITE_ERROR);
+		return NULL;
+	}
+	s->st[id] = st;
+	return st;
+}
+
+/* Step a statement that returns no rows. */
+static int
+run(struct store *s, sqlite3_stmt *st)
+{
+	int rc = sqlite3_step(st);
+
+	if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+		rc = fail(s, rc);
+		sqlite3_reset(st);
+		return rc;
+	}
+	sqlite3_reset(st);
+	return 0;
+}
+
+/* Step for one row: 1 row, 0 none, <0 error. Caller resets. */
+static int
+row(struct store *s, sqlite3_stmt *st)
+{
+	int rc = sqlite3_step(st);
+
+	if (rc == SQLITE_ROW)
+		return 1;
+	if (rc == SQLITE_DONE)
+		return 0;
+	rc = fail(s, rc);
+	sqlite3_reset(st);
+	return rc;
+}
+
+static void
+col_text(sqlite3_stmt *st, int i, char *buf, size_t len)
+{
+	const unsigned char *t = sqlite3_column_text(st, i);
+
+	snprintf(buf, len, "%s", t ? (const char *)t : "");
+}
+
+static int
+exec_simple(struct store *s, enum stmt id)
+{
+	sqlite3_stmt *st = stmt(s, id);
+
+	return st ? run(s, st) : db_errno(s->last_rc);
+}
+
+#define STMT(s, id, st) do { \
+	(st) = stmt((s), (id)); \
+	if (!(st)) \
+		return db_errno((s)->last_rc); \
+} while (0)
+
+static int
+one_int(struct store *s, sqlite3_stmt *st, int64_t *out)
+{
+	int rc = row(s, st);
+
+	if (rc < 0)
+		return rc;
+	if (rc == 0 || sqlite3_column_type(st, 0) == SQLITE_NULL) {
+		sqlite3_reset(st);
+		return -ENOENT;
+	}
+	*out = sqlite3_column_int64(st, 0);
+	sqlite3_reset(st);
+	return 0;
+}
+
+/* ---- connection ---- */
+
+static void
+s_close(struct store *s)
+{
+	int i;
+
+	if (!s)
+		return;
+	for (i = 0; i < ST__N; i++)
+		sqlite3_finalize(s->st[i]);
+	sqlite3_close(s->db);
+	free(s);
+}
+
+static const char *
+s_errmsg(struct store *s)
+{
+	return s->err;
+}
+
+static bool
+s_io_failed(struct store *s)
+{
+	int p = s->last_rc & 0xff;
+
+	return p == SQLITE_IOERR || p == SQLITE_CORRUPT || p == SQLITE_NOTADB;
+}
+
+static int s_begin(struct store *s) { return exec_simple(s, ST_BEGIN); }
+static int s_commit(struct store *s) { return exec_simple(s, ST_COMMIT); }
+static int s_savepoint(struct store *s) { return exec_simple(s, ST_SAVEPOINT); }
+static int s_release(struct store *s) { return exec_simple(s, ST_RELEASE); }
+
+static void
+s_rollback(struct store *s)
+{
+	if (!sqlite3_get_autocommit(s->db))
+		exec_simple(s, ST_ROLLBACK);
+}
+
+static void
+s_rollback_to(struct store *s)
+{
+	exec_simple(s, ST_ROLLBACK_TO);
+	exec_simple(s, ST_RELEASE);
+}
+
+/* ---- queues ---- */
+
+static void
+read_queue(sqlite3_stmt *st, struct queue_row *r)
+{
+	int i;
+
+	r->id = sqlite3_column_int64(st, 0);
+	col_text(st, 1, r->name, sizeof(r->name));
+	r->created_at = sqlite3_column_int64(st, 2);
+	r->owner.uid = (uid_t)sqlite3_column_int64(st, 3);
+	r->owner.gid = (gid_t)sqlite3_column_int64(st, 4);
+	r->owner.mode = (mode_t)sqlite3_column_int64(st, 5);
+	for (i = 0; i < QCONF_N; i++)
+		*QCONF_FIELD(&r->conf, i) = sqlite3_column_int64(st, 6 + i);
+}
+
+static int
+get_queue(struct store *s, sqlite3_stmt *st, struct queue_row *out)
+{
+	int rc = row(s, st);
+
+	if (rc <= 0)
+		return rc < 0 ? rc : -ENOENT;
+	read_queue(st, out);
+	sqlite3_reset(st);
+	return 0;
+}
+
+static int
+s_queue_get(struct store *s, const char *name, struct queue_row *out)
+{
+	sqlite3_stmt *st;
+
+	STMT(s, ST_QUEUE_GET, st);
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	return get_queue(s, st, out);
+}
+
+static int
+s_queue_by_id(struct store *s, int64_t id, struct queue_row *out)
+{
+	sqlite3_stmt *st;
+
+	STMT(s, ST_QUEUE_BY_ID, st);
+	sqlite3_bind_int64(st, 1, id);
+	return get_queue(s, st, out);
+}
+
+static void
+bind_queue(sqlite3_stmt *st, const struct queue_row *r)
+{
+	int i;
+
+	sqlite3_bind_text(st, 1, r->name, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, r->created_at);
+	sqlite3_bind_int64(st, 3, r->owner.uid);
+	sqlite3_bind_int64(st, 4, r->owner.gid);
+	sqlite3_bind_int64(st, 5, r->owner.mode);
+	for (i = 0; i < QCONF_N; i++)
+		sqlite3_bind_int64(st, 6 + i,
+		    *QCONF_FIELD((struct qconf *)&r->conf, i));
+}
+
+static int
+s_queue_insert(struct store *s, struct queue_row *r)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	STMT(s, ST_QUEUE_INSERT, st);
+	bind_queue(st, r);
+	rc = run(s, st);
+	if (rc == 0)
+		r->id = sqlite3_last_insert_rowid(s->db);
+	return rc;
+}
+
+static int
+s_queue_update(struct store *s, const struct queue_row *r)
+{
+	sqlite3_stmt *st;
+
+	STMT(s, ST_QUEUE_UPDATE, st);
+	bind_queue(st, r);
+	sqlite3_bind_int64(st, 21, r->id);
+	return run(s, st);
+}
+
+static int
+delete_part_rows(struct store *s, int64_t pid)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	STMT(s, ST_MSG_DELETE_PART, st);
+	sqlite3_bind_int64(st, 1, PB(pid));
+	sqlite3_bind_int64(st, 2, PB(pid) + MAX_OFFSET);
+	if ((rc = run(s, st)) != 0)
+		return rc;
+	STMT(s, ST_TXN_DELETE_PART, st);
+	sqlite3_bind_int64(st, 1, PB(pid));
+	sqlite3_bind_int64(st, 2, PB(pid) + MAX_OFFSET);
+	return run(s, st);
+}
+
+static int
+drop_part(void *arg, const struct part_row *p)
+{
+	return delete_part_rows(arg, p->id);
+}
+
+static int s_part_list(struct store *s, int64_t qid, part_row_cb cb,
+    void *arg);
+
+static int
+s_queue_delete(struct store *s, int64_t id)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	/* partitions go with the queue (cascade); their log rows first */
+	if ((rc = s_part_list(s, id, drop_part, s)) != 0)
+		return rc;
+	STMT(s, ST_QUEUE_DELETE, st);
+	sqlite3_bind_int64(st, 1, id);
+	return run(s, st);
+}
+
+static int
+s_queue_list(struct store *s, queue_row_cb cb, void *arg)
+{
+	sqlite3_stmt *st;
+	struct queue_row r;
+	int rc;
+
+	STMT(s, ST_QUEUE_LIST, st);
+	while ((rc = row(s, st)) == 1) {
+		read_queue(st, &r);
+		if ((rc = cb(arg, &r)) != 0)
+			break;
+	}
+	sqlite3_reset(st);
+	return rc;
+}
+
+static int
+s_queue_usage(struct store *s, int64_t id, int64_t *msgs, int64_t *groups,
+    int64_t *timers)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	STMT(s, ST_QUEUE_MSGS, st);
+	sqlite3_bind_int64(st, 1, id);
+	if ((rc = one_int(s, st, msgs)) != 0)
+		return rc;
+	STMT(s, ST_QUEUE_GROUPS, st);
+	sqlite3_bind_int64(st, 1, id);
+	if ((rc = one_int(s, st, groups)) != 0)
+		return rc;
+	STMT(s, ST_QUEUE_TIMERS, st);
+	sqlite3_bind_int64(st, 1, id);
+	return one_int(s, st, timers);
+}
+
+/* ---- partitions ---- */
+
+static void
+read_part(sqlite3_stmt *st, struct part_row *p)
+{
+	p->id = sqlite3_column_int64(st, 0);
+	p->queue_id = sqlite3_column_int64(st, 1);
+	col_text(st, 2, p->name, sizeof(p->name));
+	col_text(st, 3, p->uuid, sizeof(p->uuid));
+	p->head = sqlite3_column_int64(st, 4);
+	p->tail = sqlite3_column_int64(st, 5);
+	p->txns_start = sqlite3_column_int64(st, 6);
+	p->last_push_at = sqlite3_column_int64(st, 7);
+	p->duplicates = sqlite3_column_int64(st, 8);
+	p->created_at = sqlite3_column_int64(st, 9);
+}
+
+static int
+get_part(struct store *s, sqlite3_stmt *st, struct part_row *out)
+{
+	int rc = row(s, st);
+
+	if (rc <= 0)
+		return rc < 0 ? rc : -ENOENT;
+	read_part(st, out);
+	sqlite3_reset(st);
+	return 0;
+}
+
+static int
+s_part_get(struct store *s, int64_t qid, const char *name,
+    struct part_row *out)
+{
+	sqlite3_stmt *st;
+
+	STMT(s, ST_PART_GET, st);
+	sqlite3_bind_int64(st, 1, qid);
+	sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+	return get_part(s, st, out);
+}
+
+static int
+s_part_by_id(struct store *s, int64_t id, struct part_row *out)
+{
+	sqlite3_stmt *st;
+
+	STMT(s, ST_PART_BY_ID, st);
+	sqlite3_bind_int64(st, 1, id);
+	return get_part(s, st, out);
+}
+
+static int
+s_part_by_uuid(struct store *s, const char *uuid, struct part_row *out)
+{
+	sqlite3_stmt *st;
+
+	STMT(s, ST_PART_BY_UUID, st);
+	sqlite3_bind_text(st, 1, uuid, -1, SQLITE_STATIC);
+	return get_part(s, st, out);
+}
+
+static int
+s_part_insert(struct store *s, struct part_row *p)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	STMT(s, ST_PART_INSERT, st);
+	sqlite3_bind_int64(st, 1, p->queue_id);
+	sqlite3_bind_text(st, 2, p->name, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, p->uuid, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 4, p->head);
+	sqlite3_bind_int64(st, 5, p->tail);
+	sqlite3_bind_int64(st, 6, p->txns_start);
+	sqlite3_bind_int64(st, 7, p->last_push_at);
+	sqlite3_bind_int64(st, 8, p->duplicates);
+	sqlite3_bind_int64(st, 9, p->created_at);
+	rc = run(s, st);
+	if (rc == 0)
+		p->id = sqlite3_last_insert_rowid(s->db);
+	return rc;
+}
+
+static int
+s_part_update(struct store *s, const struct part_row *p)
+{
+	sqlite3_stmt *st;
+
+	STMT(s, ST_PART_UPDATE, st);
+	sqlite3_bind_int64(st, 1, p->head);
+	sqlite3_bind_int64(st, 2, p->tail);
+	sqlite3_bind_int64(st, 3, p->txns_start);
+	sqlite3_bind_int64(st, 4, p->last_push_at);
+	sqlite3_bind_int64(st, 5, p->duplicates);
+	sqlite3_bind_int64(st, 6, p->id);
+	return run(s, st);
+}
+
+static int
+s_part_list(struct store *s, int64_t qid, part_row_cb cb, void *arg)
+{
+	sqlite3_stmt *st;
+	struct part_row p;
+	int rc;
+
+	/* the callback may use the store; collect a page at a time */
+	STMT(s, ST_PART_LIST, st);
+	sqlite3_bind_int64(st, 1, qid);
+	{
+		struct part_row *v = NULL;
+		size_t n = 0, cap = 0, i;
+
+		while ((rc = row(s, st)) == 1) {
+			if (n == cap) {
+				struct part_row *nv;
+
+				cap = cap ? cap * 2 : 16;
+				nv = realloc(v, cap * sizeof(*v));
+				if (!nv) {
+					rc = -ENOMEM;
+					break;
+				}
+				v = nv;
+			}
+			read_part(st, &p);
+			v[n++] = p;
+		}
+		sqlite3_reset(st);
+		for (i = 0; rc == 0 && i < n; i++)
+			rc = cb(arg, &v[i]);
+		free(v);
+	}
+	return rc;
+}
+
+/* ---- groups ---- */
+
+static void
+read_group(sqlite3_stmt *st, struct group_row *g)
+{
+	g->id = sqlite3_column_int64(st, 0);
+	g->queue_id = sqlite3_column_int64(st, 1);
+	col_text(st, 2, g->name, sizeof(g->name));
+	g->mode = sqlite3_column_int64(st, 3);
+	g->since = sqlite3_column_int64(st, 4);
+	g->created_at = sqlite3_column_int64(st, 5);
+	g->batch = sqlite3_column_int64(st, 6);
+	g->wait = sqlite3_column_int64(st, 7);
+	g->auto_ack = sqlite3_column_int64(st, 8);
+	g->has_owner = sqlite3_column_type(st, 9) != SQLITE_NULL;
+	g->owner.uid = (uid_t)sqlite3_column_int64(st, 9);
+	g->owner.gid = (gid_t)sqlite3_column_int64(st, 10);
+	g->owner.mode = (mode_t)sqlite3_column_int64(st, 11);
+}
+
+static int
+get_group(struct store *s, sqlite3_stmt *st, struct group_row *out)
+{
+	int rc = row(s, st);
+
+	if (rc <= 0)
+		return rc < 0 ? rc : -ENOENT;
+	read_group(st, out);
+	sqlite3_reset(st);
+	return 0;
+}
+
+static int
+s_group_get(struct store *s, int64_t qid, const char *name,
+    struct group_row *out)
+{
+	sqlite3_stmt *st;
+
+	STMT(s, ST_GROUP_GET, st);
+	sqlite3_bind_int64(st, 1, qid);
+	sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+	return get_group(s, st, out);
+}
+
+static int
+s_group_by_id(struct store *s, int64_t id, struct group_row *out)
+{
+	sqlite3_stmt *st;
+
+	STMT(s, ST_GROUP_BY_ID, st);
+	sqlite3_bind_int64(st, 1, id);
+	return get_group(s, st, out);
+}
+
+static void
+bind_group(sqlite3_stmt *st, const struct group_row *g)
+{
+	sqlite3_bind_int64(st, 1, g->queue_id);
+	sqlite3_bind_text(st, 2, g->name, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, g->mode);
+	sqlite3_bind_int64(st, 4, g->since);
+	sqlite3_bind_int64(st, 5, g->created_at);
+	sqlite3_bind_int64(st, 6, g->batch);
+	sqlite3_bind_int64(st, 7, g->wait);
+	sqlite3_bind_int64(st, 8, g->auto_ack);
+	if (g->has_owner) {
+		sqlite3_bind_int64(st, 9, g->owner.uid);
+		sqlite3_bind_int64(st, 10, g->owner.gid);
+		sqlite3_bind_int64(st, 11, g->owner.mode);
+	}
+}
+
+static int
+s_group_insert(struct store *s, struct group_row *g)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	STMT(s, ST_GROUP_INSERT, st);
+	bind_group(st, g);
+	rc = run(s, st);
+	if (rc == 0)
+		g->id = sqlite3_last_insert_rowid(s->db);
+	return rc;
+}
+
+static int
+s_group_update(struct store *s, const struct group_row *g)
+{
+	sqlite3_stmt *st;
+
+	STMT(s, ST_GROUP_UPDATE, st);
+	bind_group(st, g);
+	sqlite3_bind_int64(st, 12, g->id);
+	return run(s, st);
+}
+
+static int
+s_group_delete(struct store *s, int64_t id)
+{
+	sqlite3_stmt *st;
+
+	STMT(s, ST_GROUP_DELETE, st);
+	sqlite3_bind_int64(st, 1, id);
+	return run(s, st);
+}
+
+static int
+s_group_list(struct store *s, int64_t qid, group_row_cb cb, void *arg)
+{
+	sqlite3_stmt *st;
+	struct group_row *v = NULL, g;
+	size_t n = 0, cap = 0, i;
+	int rc;
+
+	STMT(s, ST_GROUP_LIST, st);
+	sqlite3_bind_int64(st, 1, qid);
+	while ((rc = row(s, st)) == 1) {
+		if (n == cap) {
+			struct group_row *nv;
+
+			cap = cap ? cap * 2 : 8;
+			nv = realloc(v, cap * sizeof(*v));
+			if (!nv) {
+				rc = -ENOMEM;
+				break;
+			}
+			v = nv;
+		}
+		read_group(st, &g);
+		v[n++] = g;
+	}
+	sqlite3_reset(st);
+	for (i = 0; rc == 0 && i < n; i++)
+		rc = cb(arg, &v[i]);
+	free(v);
+	return rc;
+}
+
+/* ---- cursors ---- */
+
+static void
+read_cursor(sqlite3_stmt *st, struct cursor_row *c)
+{
+	c->partition_id = sqlite3_column_int64(st, 0);
+	c->group_id = sqlite3_column_int64(st, 1);
+	c->committed = sqlite3_column_int64(st, 2);
+	c->batch_end = sqlite3_column_int64(st, 3);
+	col_text(st, 4, c->lease_id, sizeof(c->lease_id));
+	c->lease_expires_at = sqlite3_column_int64(st, 5);
+	c->retry_count = sqlite3_column_int64(st, 6);
+	c->next_at = sqlite3_column_int64(st, 7);
+}
+
+static int
+get_cursor(struct store *s, sqlite3_stmt *st, struct cursor_row *out)
+{
+	int rc = row(s, st);
+
+	if (rc <= 0)
+		return rc < 0 ? rc : -ENOENT;
+	read_cursor(st, out);
+	sqlite3_reset(st);
+	return 0;
+}
+
+static int
+s_cursor_get(struct store *s, int64_t pid, int64_t gid,
+    struct cursor_row *out)
+{
+	sqlite3_stmt *st;
+
+	STMT(s, ST_CUR_GET, st);
+	sqlite3_bind_int64(st, 1, pid);
+	sqlite3_bind_int64(st, 2, gid);
+	return get_cursor(s, st, out);
+}
+
+static int
+s_cursor_put(struct store *s, const struct cursor_row *c)
+{
+	sqlite3_stmt *st;
+
+	STMT(s, ST_CUR_PUT, st);
+	sqlite3_bind_int64(st, 1, c->partition_id);
+	sqlite3_bind_int64(st, 2, c->group_id);
+	sqlite3_bind_int64(st, 3, c->committed);
+	sqlite3_bind_int64(st, 4, c->batch_end);
+	if (c->lease_id[0])
+		sqlite3_bind_text(st, 5, c->lease_id, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 6, c->lease_expires_at);
+	sqlite3_bind_int64(st, 7, c->retry_count);
+	sqlite3_bind_int64(st, 8, c->next_at);
+	return run(s, st);
+}
+
+static int
+s_cursor_by_lease(struct store *s, const char *lease, struct cursor_row *out)
+{
+	sqlite3_stmt *st;
+
+	STMT(s, ST_CUR_BY_LEASE, st);
+	sqlite3_bind_text(st, 1, lease, -1, SQLITE_STATIC);
+	return get_cursor(s, st, out);
+}
+
+/* Collect the rows first: callbacks may step other statements. */
+static int
+cursor_walk(struct store *s, sqlite3_stmt *st, cursor_row_cb cb, void *arg)
+{
+	struct cursor_row *v = NULL, c;
+	size_t n = 0, cap = 0, i;
+	int rc;
+
+	while ((rc = row(s, st)) == 1) {
+		if (n == cap) {
+			struct cursor_row *nv;
+
+			cap = cap ? cap * 2 : 16;
+			nv = realloc(v, cap * sizeof(*v));
+			if (!nv) {
+				rc = -ENOMEM;
+				break;
+			}
+			v = nv;
+		}
+		read_cursor(st, &c);
+		v[n++] = c;
+	}
+	sqlite3_reset(st);
+	for (i = 0; rc == 0 && i < n; i++)
+		rc = cb(arg, &v[i]);
+	free(v);
+	return rc;
+}
+
+static int
+s_cursor_ready(struct store *s, int64_t gid, int64_t upto, int64_t after_at,
+    int64_t after_pid, cursor_row_cb cb, void *arg)
+{
+	sqlite3_stmt *st;
+
+	STMT(s, ST_CUR_READY, st);
+	sqlite3_bind_int64(st, 1, gid);
+	sqlite3_bind_int64(st, 2, upto);
+	sqlite3_bind_int64(st, 3, after_at);
+	sqlite3_bind_int64(st, 4, after_pid);
+	return cursor_walk(s, st, cb, arg);
+}
+
+static int
+s_cursor_list_group(struct store *s, int64_t gid, cursor_row_cb cb,
+    void *arg)
+{
+	sqlite3_stmt *st;
+
+	STMT(s, ST_CUR_LIST_GROUP, st);
+	sqlite3_bind_int64(st, 1, gid);
+	return cursor_walk(s, st, cb, arg);
+}
+
+static int
+s_cursor_list_part(struct store *s, int64_t pid, cursor_row_cb cb, void *arg)
+{
+	sqlite3_stmt *st;
+
+	STMT(s, ST_CUR_LIST_PART, st);
+	sqlite3_bind_int64(st, 1, pid);
+	return cursor_walk(s, st, cb, arg);
+}
+
+static int
+s_cursor_wake(struct store *s, int64_t pid, int64_t at)
+{
+	sqlite3_stmt *st;
+
+	STMT(s, ST_CUR_WAKE, st);
+	sqlite3_bind_int64(st, 1, pid);
+	sqlite3_bind_int64(st, 2, at);
+	return run(s, st);
+}
+
+static int
+s_cursor_delete_group(struct store *s, int64_t gid)
+{
+	sqlite3_stmt *st;
+
+	STMT(s, ST_CUR_DEL_GROUP, st);
+	sqlite3_bind_int64(st, 1, gid);
+	return run(s, st);
+}
+
+static int
+s_cursor_min_committed(struct store *s, int64_t pid, int64_t *out)
+{
+	sqlite3_stmt *st;
+
+	STMT(s, ST_CUR_MIN, st);
+	sqlite3_bind_int64(st, 1, pid);
+	return one_int(s, st, out);
+}
+
+/* ---- messages and hash rows ---- */
+
+static int
+s_msg_append(struct store *s, int64_t pid, int64_t off, int64_t at,
+    const char *txid, const char *trace, const void *payload, size_t len,
+    const struct hash128 *h)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	STMT(s, ST_MSG_APPEND, st);
+	sqlite3_bind_int64(st, 1, PB(pid) + off);
+	sqlite3_bind_int64(st, 2, at);
+	sqlite3_bind_text(st, 3, txid, -1, SQLITE_STATIC);
+	if (trace)
+		sqlite3_bind_text(st, 4, trace, -1, SQLITE_STATIC);
+	sqlite3_bind_blob64(st, 5, len ? payload : "", len, SQLITE_STATIC);
+	if ((rc = run(s, st)) != 0)
+		return rc;
+	STMT(s, ST_TXN_APPEND, st);
+	sqlite3_bind_int64(st, 1, PB(pid) + off);
+	sqlite3_bind_blob(st, 2, h->b, 16, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, at);
+	return run(s, st);
+}
+
+static int
+s_msg_scan(struct store *s, int64_t pid, int64_t from, size_t max,
+    bool payload, msg_row_cb cb, void *arg)
+{
+	sqlite3_stmt *st;
+	struct msg_row m;
+	int rc;
+
+	STMT(s, payload ? ST_MSG_SCAN : ST_MSG_SCAN_META, st);
+	sqlite3_bind_int64(st, 1, PB(pid) + (from < 0 ? 0 : from));
+	sqlite3_bind_int64(st, 2, PB(pid) + MAX_OFFSET);
+	sqlite3_bind_int64(st, 3, max > INT32_MAX ? INT32_MAX : (int64_t)max);
+	while ((rc = row(s, st)) == 1) {
+		m.offset = sqlite3_column_int64(st, 0) - PB(pid);
+		m.created_at = sqlite3_column_int64(st, 1);
+		m.txid = (const char *)sqlite3_column_text(st, 2);
+		m.trace_id = (const char *)sqlite3_column_text(st, 3);
+		if (payload) {
+			m.payload = sqlite3_column_blob(st, 4);
+			m.len = (size_t)sqlite3_column_bytes(st, 4);
+		} else {
+			m.payload = NULL;
+			m.len = (size_t)sqlite3_column_int64(st, 4);
+		}
+		if ((rc = cb(arg, &m)) != 0)
+			break;
+	}
+	sqlite3_reset(st);
+	return rc;
+}
+
+static int
+s_msg_time(struct store *s, int64_t pid, int64_t off, int64_t *at)
+{
+	sqlite3_stmt *st;
+
+	STMT(s, ST_MSG_TIME, st);
+	sqlite3_bind_int64(st, 1, PB(pid) + off);
+	return one_int(s, st, at);
+}
+
+static int
+s_msg_next(struct store *s, int64_t pid, int64_t after, int64_t *off,
+    int64_t *at)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	STMT(s, ST_MSG_NEXT, st);
+	sqlite3_bind_int64(st, 1, PB(pid) + (after < 0 ? 0 : after));
+	sqlite3_bind_int64(st, 2, PB(pid) + MAX_OFFSET);
+	rc = row(s, st);
+	if (rc <= 0)
+		return rc < 0 ? rc : -ENOENT;
+	*off = sqlite3_column_int64(st, 0) - PB(pid);
+	*at = sqlite3_column_int64(st, 1);
+	sqlite3_reset(st);
+	return 0;
+}
+
+static int
+s_msg_count(struct store *s, int64_t pid, int64_t above, int64_t *out)
+{
+	sqlite3_stmt *st;
+
+	STMT(s, ST_MSG_COUNT, st);
+	sqlite3_bind_int64(st, 1, PB(pid) + (above < 0 ? 0 : above));
+	sqlite3_bind_int64(st, 2, PB(pid) + MAX_OFFSET);
+	return one_int(s, st, out);
+}
+
+static int
+purge_range(struct store *s, enum stmt id, int64_t pid, int64_t upto,
+    int64_t limit, int64_t *deleted)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	STMT(s, id, st);
+	sqlite3_bind_int64(st, 1, PB(pid));
+	sqlite3_bind_int64(st, 2, PB(pid) + upto);
+	sqlite3_bind_int64(st, 3, limit);
+	rc = run(s, st);
+	*deleted = rc == 0 ? sqlite3_changes(s->db) : 0;
+	return rc;
+}
+
+static int
+s_msg_purge(struct store *s, int64_t pid, int64_t upto, int64_t limit,
+    int64_t *deleted)
+{
+	return purge_range(s, ST_MSG_PURGE, pid, upto, limit, deleted);
+}
+
+static int
+s_txn_find(struct store *s, int64_t pid, const struct hash128 *h, int64_t lo,
+    int64_t hi, bool highest, int64_t *off, int64_t *at)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	if (lo < 1)
+		lo = 1;
+	if (hi > MAX_OFFSET)
+		hi = MAX_OFFSET;
+	if (lo > hi)
+		return -ENOENT;
+	STMT(s, highest ? ST_TXN_FIND_HI : ST_TXN_FIND_LO, st);
+	sqlite3_bind_blob(st, 1, h->b, 16, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, PB(pid) + lo);
+	sqlite3_bind_int64(st, 3, PB(pid) + hi);
+	rc = row(s, st);
+	if (rc <= 0)
+		return rc < 0 ? rc : -ENOENT;
+	*off = sqlite3_column_int64(st, 0) - PB(pid);
+	if (at)
+		*at = sqlite3_column_int64(st, 1);
+	sqlite3_reset(st);
+	return 0;
+}
+
+static int
+s_txn_time(struct store *s, int64_t pid, int64_t off, int64_t *at)
+{
+	sqlite3_stmt *st;
+
+	STMT(s, ST_TXN_TIME, st);
+	sqlite3_bind_int64(st, 1, PB(pid) + off);
+	return one_int(s, st, at);
+}
+
+static int
+s_txn_purge(struct store *s, int64_t pid, int64_t upto, int64_t limit,
+    int64_t *deleted)
+{
+	return purge_range(s, ST_TXN_PURGE, pid, upto, limit, deleted);
+}
+
+/* ---- dead letters ---- */
+
+static int
+s_dlq_insert(struct store *s, const struct dlq_row *d)
+{
+	sqlite3_stmt *st;
+
+	STMT(s, ST_DLQ_INSERT, st);
+	sqlite3_bind_int64(st, 1, d->queue_id);
+	sqlite3_bind_int64(st, 2, d->partition_id);
+	sqlite3_bind_text(st, 3, d->group, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(st, 4, d->offset);
+	sqlite3_bind_text(st, 5, d->txid, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_blob64(st, 6, d->len ? d->payload : "", d->len,
+	    SQLITE_TRANSIENT);
+	sqlite3_bind_int64(st, 7, d->created_at);
+	sqlite3_bind_int64(st, 8, d->failed_at);
+	sqlite3_bind_int64(st, 9, d->retry_count);
+	if (d->error)
+		sqlite3_bind_text(st, 10, d->error, -1, SQLITE_TRANSIENT);
+	return run(s, st);
+}
+
+static int
+s_dlq_list(struct store *s, int64_t qid, const char *group, bool payload,
+    queen_dlq_cb cb, void *arg)
+{
+	sqlite3_stmt *st;
+	struct queen_dlq_entry e;
+	int rc;
+
+	STMT(s, payload ? ST_DLQ_LIST : ST_DLQ_LIST_META, st);
+	sqlite3_bind_int64(st, 1, qid);
+	sqlite3_bind_text(st, 2, group, -1, SQLITE_STATIC);
+	while ((rc = row(s, st)) == 1) {
+		memset(&e, 0, sizeof(e));
+		e.id = sqlite3_column_int64(st, 0);
+		col_text(st, 1, e.partition, sizeof(e.partition));
+		col_text(st, 2, e.group, sizeof(e.group));
+		e.txid = (const char *)sqlite3_column_text(st, 3);
+		e.error = (const char *)sqlite3_column_text(st, 4);
+		e.offset = sqlite3_column_int64(st, 5);
+		e.retry_count = sqlite3_column_int64(st, 6);
+		e.created_at = sqlite3_column_int64(st, 7);
+		e.failed_at = sqlite3_column_int64(st, 8);
+		if (payload) {
+			e.payload = sqlite3_column_blob(st, 9);
+			e.len = (size_t)sqlite3_column_bytes(st, 9);
+		} else {
+			e.len = (size_t)sqlite3_column_int64(st, 9);
+		}
+		if ((rc = cb(arg, &e)) != 0)
+			break;
+	}
+	sqlite3_reset(st);
+	return rc;
+}
+
+static int
+s_dlq_count(struct store *s, int64_t qid, const char *group, int64_t *out)
+{
+	sqlite3_stmt *st;
+
+	STMT(s, ST_DLQ_COUNT, st);
+	sqlite3_bind_int64(st, 1, qid);
+	sqlite3_bind_text(st, 2, group, -1, SQLITE_STATIC);
+	return one_int(s, st, out);
+}
+
+/* ---- KV ---- */
+
+static struct queen_kv_value *
+kv_copy(sqlite3_stmt *st, int vcol)
+{
+	struct queen_kv_value *v;
+	size_t len = (size_t)sqlite3_column_bytes(st, vcol);
+	const void *data = sqlite3_column_blob(st, vcol);
+
+	v = malloc(sizeof(*v) + len + 1);
+	if (!v)
+		return NULL;
+	v->version = sqlite3_column_int64(st, vcol + 1);
+	v->expires_at = sqlite3_column_int64(st, vcol + 2);
+	v->updated_at = sqlite3_column_int64(st, vcol + 3);
+	v->len = len;
+	v->data = v + 1;
+	if (len)
+		memcpy(v + 1, data, len);
+	((char *)(v + 1))[len] = '\0';
+	return v;
+}
+
+static int
+s_kv_get(struct store *s, const char *ns, const char *key, int64_t now,
+    struct queen_kv_value **out)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	*out = NULL;
+	STMT(s, ST_KV_GET, st);
+	sqlite3_bind_text(st, 1, ns, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, now);
+	rc = row(s, st);
+	if (rc <= 0)
+		return rc < 0 ? rc : -ENOENT;
+	*out = kv_copy(st, 0);
+	sqlite3_reset(st);
+	return *out ? 0 : -ENOMEM;
+}
+
+static int
+s_kv_put(struct store *s, const char *ns, const char *key, const void *data,
+    size_t len, int64_t expires_at, int64_t now)
+{
+	sqlite3_stmt *st;
+
+	STMT(s, ST_KV_PUT, st);
+	sqlite3_bind_text(st, 1, ns, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
+	sqlite3_bind_blob64(st, 3, len ? data : "", len, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 4, expires_at);
+	sqlite3_bind_int64(st, 5, now);
+	return run(s, st);
+}
+
+static int
+changed_or_enoent(struct store *s, sqlite3_stmt *st)
+{
+	int rc = run(s, st);
+
+	if (rc == 0 && sqlite3_changes(s->db) == 0)
+		return -ENOENT;
+	return rc;
+}
+
+static int
+s_kv_delete(struct store *s, const char *ns, const char *key, int64_t now)
+{
+	sqlite3_stmt *st;
+
+	STMT(s, ST_KV_DELETE, st);
+	sqlite3_bind_text(st, 1, ns, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, now);
+	return changed_or_enoent(s, st);
+}
+
+static int
+s_kv_set_expiry(struct store *s, const char *ns, const char *key,
+    int64_t expires_at, int64_t now)
+{
+	sqlite3_stmt *st;
+
+	STMT(s, ST_KV_EXPIRY, st);
+	sqlite3_bind_text(st, 1, ns, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, now);
+	sqlite3_bind_int64(st, 4, expires_at);
+	return changed_or_enoent(s, st);
+}
+
+static int
+s_kv_list(struct store *s, const char *ns, int64_t now, queen_kv_cb cb,
+    void *arg)
+{
+	sqlite3_stmt *st;
+	struct queen_kv_value v;
+	int rc;
+
+	STMT(s, ST_KV_LIST, st);
+	sqlite3_bind_text(st, 1, ns, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, now);
+	while ((rc = row(s, st)) == 1) {
+		v.data = sqlite3_column_blob(st, 1);
+		v.len = (size_t)sqlite3_column_bytes(st, 1);
+		v.version = sqlite3_column_int64(st, 2);
+		v.expires_at = sqlite3_column_int64(st, 3);
+		v.updated_at = sqlite3_column_int64(st, 4);
+		if ((rc = cb(arg, (const char *)sqlite3_column_text(st, 0),
+		    &v)) != 0)
+			break;
+	}
+	sqlite3_reset(st);
+	return rc;
+}
+
+static int
+s_kv_purge(struct store *s, int64_t now, int64_t limit, int64_t *deleted)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	STMT(s, ST_KV_PURGE, st);
+	sqlite3_bind_int64(st, 1, now);
+	sqlite3_bind_int64(st, 2, limit);
+	rc = run(s, st);
+	*deleted = rc == 0 ? sqlite3_changes(s->db) : 0;
+	return rc;
+}
+
+static int
+s_ns_get(struct store *s, const char *ns, struct queen_owner *o)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	STMT(s, ST_NS_GET, st);
+	sqlite3_bind_text(st, 1, ns, -1, SQLITE_STATIC);
+	rc = row(s, st);
+	if (rc <= 0)
+		return rc < 0 ? rc : -ENOENT;
+	o->uid = (uid_t)sqlite3_column_int64(st, 0);
+	o->gid = (gid_t)sqlite3_column_int64(st, 1);
+	o->mode = (mode_t)sqlite3_column_int64(st, 2);
+	sqlite3_reset(st);
+	return 0;
+}
+
+static int
+s_ns_put(struct store *s, const char *ns, const struct queen_owner *o,
+    int64_t now)
+{
+	sqlite3_stmt *st;
+
+	STMT(s, ST_NS_PUT, st);
+	sqlite3_bind_text(st, 1, ns, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, o->uid);
+	sqlite3_bind_int64(st, 3, o->gid);
+	sqlite3_bind_int64(st, 4, o->mode);
+	sqlite3_bind_int64(st, 5, now);
+	return run(s, st);
+}
+
+static int
+s_ns_delete(struct store *s, const char *ns)
+{
+	sqlite3_stmt *st;
+
+	STMT(s, ST_NS_DELETE, st);
+	sqlite3_bind_text(st, 1, ns, -1, SQLITE_STATIC);
+	return changed_or_enoent(s, st);
+}
+
+static int
+s_ns_list(struct store *s, int64_t now, queen_name_cb cb, void *arg)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	STMT(s, ST_NS_LIST, st);
+	sqlite3_bind_int64(st, 1, now);
+	while ((rc = row(s, st)) == 1) {
+		if ((rc = cb(arg, (const char *)sqlite3_column_text(st, 0))))
+			break;
+	}
+	sqlite3_reset(st);
+	return rc;
+}
+
+/* ---- timers ---- */
+
+static struct queen_timer_info *
+timer_copy(sqlite3_stmt *st, bool payload)
+{
+	struct queen_timer_info *t;
+	size_t len = (size_t)sqlite3_column_bytes(st, 4);
+
+	t = calloc(1, sizeof(*t) + (payload ? len : 0) + 1);
+	if (!t)
+		return NULL;
+	col_text(st, 0, t->key, sizeof(t->key));
+	col_text(st, 1, t->partition, sizeof(t->partition));
+	t->due_at = sqlite3_column_int64(st, 2);
+	t->created_at = sqlite3_column_int64(st, 3);
+	t->len = len;
+	t->payload = t + 1;
+	if (payload && len)
+		memcpy(t + 1, sqlite3_column_blob(st, 4), len);
+	return t;
+}
+
+static int
+s_timer_put(struct store *s, int64_t qid, const char *key, const char *part,
+    int64_t due_at, const void *payload, size_t len, int64_t now)
+{
+	sqlite3_stmt *st;
+
+	STMT(s, ST_TIMER_PUT, st);
+	sqlite3_bind_int64(st, 1, qid);
+	sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, part, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 4, due_at);
+	sqlite3_bind_blob64(st, 5, len ? payload : "", len, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 6, now);
+	return run(s, st);
+}
+
+static int
+s_timer_delete(struct store *s, int64_t qid, const char *key)
+{
+	sqlite3_stmt *st;
+
+	STMT(s, ST_TIMER_DELETE, st);
+	sqlite3_bind_int64(st, 1, qid);
+	sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
+	return changed_or_enoent(s, st);
+}
+
+static int
+s_timer_get(struct store *s, int64_t qid, const char *key, bool payload,
+    struct queen_timer_info **out)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	*out = NULL;
+	STMT(s, ST_TIMER_GET, st);
+	sqlite3_bind_int64(st, 1, qid);
+	sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
+	rc = row(s, st);
+	if (rc <= 0)
+		return rc < 0 ? rc : -ENOENT;
+	*out = timer_copy(st, payload);
+	sqlite3_reset(st);
+	return *out ? 0 : -ENOMEM;
+}
+
+static int
+s_timer_list(struct store *s, int64_t qid, queen_timer_cb cb, void *arg)
+{
+	sqlite3_stmt *st;
+	struct queen_timer_info t;
+	int rc;
+
+	STMT(s, ST_TIMER_LIST, st);
+	sqlite3_bind_int64(st, 1, qid);
+	while ((rc = row(s, st)) == 1) {
+		memset(&t, 0, sizeof(t));
+		col_text(st, 0, t.key, sizeof(t.key));
+		col_text(st, 1, t.partition, sizeof(t.partition));
+		t.due_at = sqlite3_column_int64(st, 2);
+		t.created_at = sqlite3_column_int64(st, 3);
+		t.payload = sqlite3_column_blob(st, 4);
+		t.len = (size_t)sqlite3_column_bytes(st, 4);
+		if ((rc = cb(arg, &t)) != 0)
+			break;
+	}
+	sqlite3_reset(st);
+	return rc;
+}
+
+static int
+s_timer_due(struct store *s, int64_t now, int64_t *qid,
+    struct queen_timer_info **out)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	*out = NULL;
+	STMT(s, ST_TIMER_DUE, st);
+	sqlite3_bind_int64(st, 1, now);
+	rc = row(s, st);
+	if (rc <= 0)
+		return rc < 0 ? rc : -ENOENT;
+	*qid = sqlite3_column_int64(st, 5);
+	*out = timer_copy(st, true);
+	sqlite3_reset(st);
+	return *out ? 0 : -ENOMEM;
+}
+
+static const struct store_ops sqlite_ops = {
+	.close = s_close,
+	.errmsg = s_errmsg,
+	.io_failed = s_io_failed,
+	.begin = s_begin,
+	.commit = s_commit,
+	.rollback = s_rollback,
+	.savepoint = s_savepoint,
+	.release = s_release,
+	.rollback_to = s_rollback_to,
+	.queue_get = s_queue_get,
+	.queue_by_id = s_queue_by_id,
+	.queue_insert = s_queue_insert,
+	.queue_update = s_queue_update,
+	.queue_delete = s_queue_delete,
+	.queue_list = s_queue_list,
+	.queue_usage = s_queue_usage,
+	.part_get = s_part_get,
+	.part_by_id = s_part_by_id,
+	.part_by_uuid = s_part_by_uuid,
+	.part_insert = s_part_insert,
+	.part_update = s_part_update,
+	.part_list = s_part_list,
+	.group_get = s_group_get,
+	.group_by_id = s_group_by_id,
+	.group_insert = s_group_insert,
+	.group_update = s_group_update,
+	.group_delete = s_group_delete,
+	.group_list = s_group_list,
+	.cursor_get = s_cursor_get,
+	.cursor_put = s_cursor_put,
+	.cursor_by_lease = s_cursor_by_lease,
+	.cursor_ready = s_cursor_ready,
+	.cursor_list_group = s_cursor_list_group,
+	.cursor_list_part = s_cursor_list_part,
+	.cursor_wake = s_cursor_wake,
+	.cursor_delete_group = s_cursor_delete_group,
+	.cursor_min_committed = s_cursor_min_committed,
+	.msg_append = s_msg_append,
+	.msg_scan = s_msg_scan,
+	.msg_time = s_msg_time,
+	.msg_next = s_msg_next,
+	.msg_count = s_msg_count,
+	.msg_purge = s_msg_purge,
+	.txn_find = s_txn_find,
+	.txn_time = s_txn_time,
+	.txn_purge = s_txn_purge,
+	.dlq_insert = s_dlq_insert,
+	.dlq_list = s_dlq_list,
+	.dlq_count = s_dlq_count,
+	.kv_get = s_kv_get,
+	.kv_put = s_kv_put,
+	.kv_delete = s_kv_delete,
+	.kv_set_expiry = s_kv_set_expiry,
+	.kv_list = s_kv_list,
+	.kv_purge = s_kv_purge,
+	.ns_get = s_ns_get,
+	.ns_put = s_ns_put,
+	.ns_delete = s_ns_delete,
+	.ns_list = s_ns_list,
+	.timer_put = s_timer_put,
+	.timer_delete = s_timer_delete,
+	.timer_get = s_timer_get,
+	.timer_list = s_timer_list,
+	.timer_due = s_timer_due,
+};
+
+/* Pragmas, in one place. */
+static int
+configure(struct store *s, const struct queen_options *opt)
+{
+	static const char *const sync[] = {
+		[QUEEN_SYNC_FULL] = "PRAGMA synchronous = FULL",
+		[QUEEN_SYNC_NORMAL] = "PRAGMA synchronous = NORMAL",
+		[QUEEN_SYNC_OFF] = "PRAGMA synchronous = OFF",
+	};
+	char *msg = NULL;
+	int rc;
+
+	sqlite3_busy_timeout(s->db, 5000);
+	sqlite3_extended_result_codes(s->db, 1);
+	rc = sqlite3_exec(s->db, "PRAGMA foreign_keys = ON", NULL, NULL, &msg);
+	if (rc == SQLITE_OK && !opt->read_only)
+		rc = sqlite3_exec(s->db, "PRAGMA journal_mode = WAL", NULL, NULL,
+		    &msg);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(s->db, sync[opt->sync], NULL, NULL, &msg);
+	if (rc != SQLITE_OK) {
+		snprintf(s->err, sizeof(s->err), "%s",
+		    msg ? msg : sqlite3_errmsg(s->db));
+		sqlite3_free(msg);
+		return db_errno(sqlite3_extended_errcode(s->db));
+	}
+	return 0;
+}
+
+int
+db_open(const struct queen_options *opt, struct store **out,
+    const struct store_ops **ops, char *err, size_t errlen)
+{
+	struct store *s;
+	int flags, rc;
+
+	*out = NULL;
+	if ((unsigned)opt->sync > QUEEN_SYNC_OFF)
+		return -EINVAL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	flags = opt->read_only ? SQLITE_OPEN_READONLY :
+	    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+	flags |= SQLITE_OPEN_NOMUTEX;
+	rc = sqlite3_open_v2(opt->path, &s->db, flags, NULL);
+	if (rc != SQLITE_OK) {
+		snprintf(err, errlen, "%s: %s", opt->path,
+		    s->db ? sqlite3_errmsg(s->db) : "out of memory");
+		rc = db_errno(s->db ? sqlite3_extended_errcode(s->db) : rc);
+		goto out_close;
+	}
+	if ((rc = configure(s, opt)) != 0) {
+		snprintf(err, errlen, "%s: %s", opt->path, s->err);
+		goto out_close;
+	}
+	if (!opt->read_only && (rc = schema_migrate(s->db, err, errlen)) != 0)
+		goto out_close;
+	*out = s;
+	*ops = &sqlite_ops;
+	return 0;
+
+out_close:
+	s_close(s);
+	return rc;
+}

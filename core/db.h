@@ -1,0 +1,16 @@
+/*
+ * db.h - private to the SQLite backend (db.c, schema.c): the one place
+ * SQLite result codes become errno values, and the migration entry.
+ */
+#ifndef DB_H
+#define DB_H
+
+#include <sqlite3.h>
+#include <stddef.h>
+
+#include "core.h"
+
+int db_errno(int rc);
+int schema_migrate(sqlite3 *db, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,298 @@
+/*
+ * maint.c - housekeeping and reporting: retention, completed retention,
+ * the txn-hash purge and its txns_start watermark, expired KV keys, due
+ * timers; and the stats and dead-letter listings.  Work per call is
+ * bounded; the caller runs it again while *more says so.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core.h"
+
+#define LIMIT 5000
+
+struct maint {
+	struct queen *q;
+	const struct queue_row *qr;
+	int64_t now;
+	int64_t changed;
+	bool more;
+};
+
+/* last offset in [lo, hi] whose hash row is older than t (lo-1 if none) */
+static int64_t
+txn_before(struct queen *q, const struct part_row *p, int64_t t)
+{
+	int64_t lo = p->txns_start, hi = p->tail, ans = p->txns_start - 1, at;
+
+	while (lo <= hi) {
+		int64_t mid = lo + (hi - lo) / 2;
+
+		if (q->ops->txn_time(q->st, p->id, mid, &at) != 0 || at < t) {
+			ans = mid;
+			lo = mid + 1;
+		} else {
+			hi = mid - 1;
+		}
+	}
+	return ans;
+}
+
+static int
+refresh_one(void *arg, const struct cursor_row *row)
+{
+	struct queen *q = arg;
+	struct cursor_row c = *row;
+	int rc;
+
+	if ((rc = cursor_refresh(q, &c)) != 0)
+		return rc;
+	if (c.next_at == row->next_at)
+		return 0;
+	return q->ops->cursor_put(q->st, &c);
+}
+
+static int
+purge_msgs(struct maint *m, struct part_row *p, int64_t cut)
+{
+	int64_t deleted;
+	int rc;
+
+	if (cut < p->head)
+		return 0;
+	rc = m->q->ops->msg_purge(m->q->st, p->id, cut, LIMIT, &deleted);
+	if (rc != 0)
+		return rc;
+	m->changed += deleted;
+	if (deleted >= LIMIT) {
+		m->more = true;
+		p->head += deleted;
+	} else {
+		p->head = cut + 1;
+	}
+	return m->q->ops->cursor_list_part(m->q->st, p->id, refresh_one, m->q);
+}
+
+static int
+maint_part(void *arg, const struct part_row *row)
+{
+	struct maint *m = arg;
+	const struct qconf *cf = &m->qr->conf;
+	struct queen *q = m->q;
+	struct part_row p = *row;
+	int64_t cut, keep, deleted, at;
+	int rc;
+
+	if (cf->retention > 0 && p.tail >= p.head) {
+		cut = offset_before(q, &p, m->now - cf->retention * 1000);
+		if ((rc = purge_msgs(m, &p, cut)) != 0)
+			return rc;
+	}
+	if (cf->completed_retention > 0 && p.tail >= p.head) {
+		int64_t minc;
+
+		rc = q->ops->cursor_min_committed(q->st, p.id, &minc);
+		if (rc == -ENOENT)
+			minc = p.tail;
+		else if (rc != 0)
+			return rc;
+		cut = offset_before(q, &p, m->now -
+		    cf->completed_retention * 1000);
+		if (minc < cut)
+			cut = minc;
+		if ((rc = purge_msgs(m, &p, cut)) != 0)
+			return rc;
+	}
+	/* dedup looks back at most this far too (docs/engine.md) */
+	keep = cf->hash_retention;
+	if (p.tail >= p.txns_start && q->ops->txn_time(q->st, p.id,
+	    p.txns_start, &at) == 0 && at < m->now - keep * 1000) {
+		cut = txn_before(q, &p, m->now - keep * 1000);
+		rc = q->ops->txn_purge(q->st, p.id, cut, LIMIT, &deleted);
+		if (rc != 0)
+			return rc;
+		m->changed += deleted;
+		if (deleted >= LIMIT) {
+			m->more = true;
+			p.txns_start += deleted;
+		} else {
+			p.txns_start = cut + 1;
+		}
+	}
+	if (p.head != row->head || p.txns_start != row->txns_start)
+		return q->ops->part_update(q->st, &p);
+	return 0;
+}
+
+static int
+maint_queue(void *arg, const struct queue_row *qr)
+{
+	struct maint *m = arg;
+
+	m->qr = qr;
+	return m->q->ops->part_list(m->q->st, qr->id, maint_part, m);
+}
+
+/* Fire due timers: each push and its timer's removal commit together. */
+static int
+fire_timers(struct maint *m)
+{
+	struct queen *q = m->q;
+	struct queen_timer_info *t;
+	struct queen_push_item it;
+	struct queen_push_result r;
+	struct queue_row qr;
+	int64_t qid;
+	int n, rc;
+
+	for (n = 0; n < LIMIT; n++) {
+		rc = q->ops->timer_due(q->st, m->now, &qid, &t);
+		if (rc == -ENOENT)
+			return 0;
+		if (rc != 0)
+			return rc;
+		rc = q->ops->queue_by_id(q->st, qid, &qr);
+		if (rc == 0) {
+			memset(&it, 0, sizeof(it));
+			it.queue = qr.name;
+			it.partition = t->partition;
+			it.payload = t->payload;
+			it.len = t->len;
+			rc = push_items(q, &it, 1, false, &r, NULL);
+		}
+		if (rc == 0)
+			rc = q->ops->timer_delete(q->st, qid, t->key);
+		free(t);
+		if (rc != 0)
+			return rc;
+		m->changed++;
+	}
+	m->more = true;
+	return 0;
+}
+
+ssize_t
+queen_maintain(struct queen *q, bool *more)
+{
+	struct maint m;
+	int64_t deleted;
+	int rc;
+
+	memset(&m, 0, sizeof(m));
+	m.q = q;
+	m.now = queen_now(q);
+	if ((rc = tx_begin(q)) != 0)
+		return rc;
+	rc = q->ops->queue_list(q->st, maint_queue, &m);
+	if (rc == 0)
+		rc = q->ops->kv_purge(q->st, m.now, LIMIT, &deleted);
+	if (rc == 0) {
+		m.changed += deleted;
+		if (deleted >= LIMIT)
+			m.more = true;
+		rc = fire_timers(&m);
+	}
+	rc = tx_end(q, rc);
+	if (more)
+		*more = rc == 0 && m.more;
+	return rc < 0 ? rc : (ssize_t)m.changed;
+}
+
+/* ---- stats ---- */
+
+struct statctx {
+	struct queen *q;
+	int64_t now;
+	struct queen_stats *st;
+};
+
+static int
+stat_part(void *arg, const struct part_row *p)
+{
+	struct statctx *s = arg;
+
+	s->st->partitions++;
+	if (p->tail >= p->head)
+		s->st->messages += p->tail - p->head + 1;
+	s->st->pushed += p->tail;
+	s->st->duplicates += p->duplicates;
+	return 0;
+}
+
+static int
+stat_cursor(void *arg, const struct cursor_row *c)
+{
+	struct statctx *s = arg;
+	struct part_row p;
+	int64_t from;
+	int rc;
+
+	if ((rc = s->q->ops->part_by_id(s->q->st, c->partition_id, &p)) != 0)
+		return rc;
+	from = c->committed + 1 > p.head ? c->committed + 1 : p.head;
+	if (p.tail >= from)
+		s->st->depth += p.tail - from + 1;
+	if (c->lease_id[0] && c->lease_expires_at > s->now) {
+		s->st->leases++;
+		s->st->leased_msgs += c->batch_end - c->committed;
+	}
+	if (c->next_at >= 0 && (s->st->oldest_waiting == 0 ||
+	    c->next_at < s->st->oldest_waiting))
+		s->st->oldest_waiting = c->next_at;
+	return 0;
+}
+
+static int
+count_group(void *arg, const struct group_row *g)
+{
+	struct statctx *s = arg;
+
+	if (strcmp(g->name, QUEEN_QUEUE_MODE) != 0)
+		s->st->groups++;
+	return 0;
+}
+
+int
+queen_stats_get(struct queen *q, const char *queue, const char *group,
+    struct queen_stats *out)
+{
+	struct queue_row qr;
+	struct group_row g;
+	struct statctx s = { q, queen_now(q), out };
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if ((rc = queue_load(q, queue, &qr)) != 0)
+		return rc;
+	if ((rc = q->ops->part_list(q->st, qr.id, stat_part, &s)) != 0)
+		return rc;
+	if ((rc = q->ops->group_list(q->st, qr.id, count_group, &s)) != 0)
+		return rc;
+	rc = group_load(q, &qr, group, false, &g);
+	if (rc == -ENOENT) {
+		out->depth = out->messages;
+		return 0;
+	}
+	if (rc != 0)
+		return rc;
+	if ((rc = q->ops->cursor_list_group(q->st, g.id, stat_cursor, &s)))
+		return rc;
+	return q->ops->dlq_count(q->st, qr.id, g.name, &out->dlq);
+}
+
+int
+queen_dlq_list(struct queen *q, const char *queue, const char *group,
+    bool want_payload, queen_dlq_cb cb, void *arg)
+{
+	struct queue_row qr;
+	int rc;
+
+	if ((rc = queue_load(q, queue, &qr)) != 0)
+		return rc;
+	if (group && strcmp(group, QUEEN_QUEUE_MODE) && !queen_name_valid(group))
+		return queen_err(q, -EINVAL, "invalid group name");
+	return q->ops->dlq_list(q->st, qr.id, group ? group : QUEEN_QUEUE_MODE,
+	    want_payload, cb, arg);
+}

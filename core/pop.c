@@ -1,0 +1,417 @@
+/*
+ * pop.c - leasing: choosing the partition (oldest waiting message first,
+ * skipping those a live lease of the group holds), taking the span, auto
+ * ack, lazy lease expiry (optionally charging the retry budget), renewal
+ * and lease look-ups.  Pop never waits; an empty answer is -EAGAIN.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core.h"
+
+struct popctx {
+	struct queen *q;
+	const struct queue_row *qr;
+	const struct group_row *g;
+	int64_t now;
+	int64_t visible;   /* messages pushed at or before this are visible */
+	int64_t batch;
+	bool auto_ack;
+	struct queen_batch *out;
+	int64_t last_at, last_pid;
+	int nrows;
+};
+
+static bool
+lease_live(const struct cursor_row *c, int64_t now)
+{
+	return c->lease_id[0] && c->lease_expires_at > now;
+}
+
+/* An expired lease is free; with expiry_charges_retry it costs a unit. */
+static int
+expire_lease(struct popctx *x, const struct part_row *p, struct cursor_row *c)
+{
+	struct queen *q = x->q;
+	int64_t off, at;
+	int rc;
+
+	if (!c->lease_id[0])
+		return 0;
+	c->lease_id[0] = '\0';
+	c->batch_end = 0;
+	c->lease_expires_at = 0;
+	if (!x->qr->conf.expiry_charges_retry)
+		return 0;
+	if (c->retry_count < x->qr->conf.retry_limit) {
+		c->retry_count++;
+		return 0;
+	}
+	rc = q->ops->msg_next(q->st, p->id, c->committed, &off, &at);
+	if (rc == -ENOENT)
+		return 0;
+	if (rc != 0)
+		return rc;
+	if ((rc = dead_letter(q, x->qr, p, x->g, off, c->retry_count,
+	    "lease expired with the retry budget spent")) != 0)
+		return rc;
+	c->committed = off;
+	c->retry_count = 0;
+	return cursor_refresh(q, c);
+}
+
+/* Lease (or auto-ack) the next span of p: 1 taken, 0 nothing, <0 error. */
+static int
+take(struct popctx *x, const struct part_row *p, struct cursor_row *c)
+{
+	struct queen *q = x->q;
+	struct queen_batch *b;
+	int rc;
+
+	if (lease_live(c, x->now))
+		return 0;
+	if ((rc = expire_lease(x, p, c)) != 0)
+		return rc;
+	rc = batch_read(q, p, c->committed + 1, (size_t)x->batch, true,
+	    x->visible, &b);
+	if (rc != 0)
+		return rc;
+	if (b->n == 0) {
+		free(b);
+		if ((rc = cursor_refresh(q, c)) != 0)
+			return rc;
+		rc = q->ops->cursor_put(q->st, c);
+		return rc < 0 ? rc : 0;
+	}
+	snprintf(b->queue, sizeof(b->queue), "%s", x->qr->name);
+	snprintf(b->group, sizeof(b->group), "%s", x->g->name);
+	if (x->auto_ack) {
+		c->committed = b->msgs[b->n - 1].offset;
+		c->retry_count = 0;
+		if ((rc = cursor_refresh(q, c)) != 0)
+			goto out_free;
+	} else {
+		uuid_v7(q, c->lease_id);
+		c->batch_end = b->msgs[b->n - 1].offset;
+		c->lease_expires_at = clamp_add(x->now,
+		    x->qr->conf.lease_time * 1000);
+		memcpy(b->lease_id, c->lease_id, sizeof(b->lease_id));
+		b->lease_expires_at = c->lease_expires_at;
+	}
+	b->retry_count = c->retry_count;
+	if ((rc = q->ops->cursor_put(q->st, c)) != 0)
+		goto out_free;
+	x->out = b;
+	return 1;
+
+out_free:
+	free(b);
+	return rc;
+}
+
+static int
+try_row(void *arg, const struct cursor_row *row)
+{
+	struct popctx *x = arg;
+	struct cursor_row c = *row;
+	struct part_row p;
+	int rc;
+
+	x->last_at = row->next_at;
+	x->last_pid = row->partition_id;
+	x->nrows++;
+	if (lease_live(&c, x->now))
+		return 0;
+	if ((rc = x->q->ops->part_by_id(x->q->st, c.partition_id, &p)) != 0)
+		return rc;
+	if (x->qr->conf.window_buffer > 0 && p.last_push_at >
+	    x->now - x->qr->conf.window_buffer * 1000)
+		return 0;
+	return take(x, &p, &c);
+}
+
+int
+queen_pop(struct queen *q, const struct queen_pop_req *req,
+    struct queen_batch **out)
+{
+	struct queue_row qr;
+	struct group_row g;
+	struct part_row p;
+	struct cursor_row c;
+	struct popctx x;
+	int rc;
+
+	*out = NULL;
+	if (!req || !req->queue)
+		return queen_err(q, -EINVAL, "pop: no queue");
+	if ((rc = tx_begin(q)) != 0)
+		return rc;
+	if ((rc = queue_load(q, req->queue, &qr)) != 0)
+		goto out;
+	if ((rc = group_load(q, &qr, req->group, true, &g)) != 0)
+		goto out;
+	memset(&x, 0, sizeof(x));
+	x.q = q;
+	x.qr = &qr;
+	x.g = &g;
+	x.now = queen_now(q);
+	x.visible = x.now - qr.conf.delay * 1000;
+	x.batch = req->batch > 0 ? req->batch : group_eff(&qr, &g, 0);
+	if (x.batch > 100000)
+		x.batch = 100000;
+	x.auto_ack = req->auto_ack >= 0 ? req->auto_ack > 0 :
+	    group_eff(&qr, &g, 2) > 0;
+	if (req->partition) {
+		if ((rc = part_load(q, &qr, req->partition, false, &p)) != 0)
+			goto out;
+		if ((rc = cursor_load(q, &p, &g, &c)) != 0)
+			goto out;
+		if (qr.conf.window_buffer > 0 && p.last_push_at >
+		    x.now - qr.conf.window_buffer * 1000)
+			rc = 0;
+		else
+			rc = take(&x, &p, &c);
+	} else {
+		x.last_at = -1;
+		x.last_pid = 0;
+		do {
+			x.nrows = 0;
+			rc = q->ops->cursor_ready(q->st, g.id, x.visible,
+			    x.last_at, x.last_pid, try_row, &x);
+		} while (rc == 0 && x.nrows == 64);
+	}
+	if (rc < 0)
+		goto out;
+	if (!x.out) {
+		rc = -EAGAIN;
+		queen_err(q, rc, "nothing to pop in '%s'", qr.name);
+		/* a refreshed next_at is still worth keeping */
+		return tx_end(q, 0) == 0 ? -EAGAIN : -EIO;
+	}
+	rc = 0;
+out:
+	rc = tx_end(q, rc);
+	if (rc == 0)
+		*out = x.out;
+	else
+		free(x.out);
+	return rc;
+}
+
+/* ---- when could a pop next succeed ---- */
+
+struct due {
+	struct queen *q;
+	const struct queue_row *qr;
+	int64_t now;
+	int64_t best;
+};
+
+static int
+due_row(void *arg, const struct cursor_row *c)
+{
+	struct due *d = arg;
+	int64_t t;
+
+	if (lease_live(c, d->now)) {
+		t = c->lease_expires_at;
+	} else {
+		t = c->next_at + d->qr->conf.delay * 1000;
+		if (d->qr->conf.window_buffer > 0) {
+			struct part_row p;
+
+			if (d->q->ops->part_by_id(d->q->st, c->partition_id,
+			    &p) == 0) {
+				int64_t w = p.last_push_at +
+				    d->qr->conf.window_buffer * 1000;
+
+				if (w > t)
+					t = w;
+			}
+		}
+	}
+	if (t < d->best)
+		d->best = t;
+	return 0;
+}
+
+int64_t
+queen_next_due(struct queen *q, const char *queue, const char *group)
+{
+	struct queue_row qr;
+	struct group_row g;
+	struct due d;
+	int64_t msgs, groups, timers;
+	int rc;
+
+	if (queue_load(q, queue, &qr) != 0)
+		return INT64_MAX;
+	d.q = q;
+	d.qr = &qr;
+	d.now = queen_now(q);
+	d.best = INT64_MAX;
+	rc = group_load(q, &qr, group, false, &g);
+	if (rc == -ENOENT) {
+		/* the first pop creates the group; anything retained may do */
+		if (q->ops->queue_usage(q->st, qr.id, &msgs, &groups,
+		    &timers) == 0 && msgs > 0)
+			return d.now;
+		return INT64_MAX;
+	}
+	if (rc != 0)
+		return INT64_MAX;
+	q->ops->cursor_list_group(q->st, g.id, due_row, &d);
+	return d.best;
+}
+
+/* ---- leases ---- */
+
+static int
+lease_find(struct queen *q, const char *lease_id, struct cursor_row *c,
+    struct queen_lease_info *out)
+{
+	struct part_row p;
+	struct queue_row qr;
+	struct group_row g;
+	int rc;
+
+	if (!lease_id || !lease_id[0])
+		return queen_err(q, -EINVAL, "empty lease id");
+	rc = q->ops->cursor_by_lease(q->st, lease_id, c);
+	if (rc == -ENOENT || (rc == 0 && !lease_live(c, queen_now(q))))
+		return queen_err(q, -ESTALE, QUEEN_E_LEASE);
+	if (rc != 0)
+		return rc;
+	if (!out)
+		return 0;
+	if ((rc = q->ops->part_by_id(q->st, c->partition_id, &p)) != 0 ||
+	    (rc = q->ops->queue_by_id(q->st, p.queue_id, &qr)) != 0 ||
+	    (rc = q->ops->group_by_id(q->st, c->group_id, &g)) != 0)
+		return rc;
+	memset(out, 0, sizeof(*out));
+	memcpy(out->lease_id, c->lease_id, sizeof(out->lease_id));
+	memcpy(out->queue, qr.name, sizeof(out->queue));
+	memcpy(out->partition, p.name, sizeof(out->partition));
+	memcpy(out->partition_uuid, p.uuid, sizeof(out->partition_uuid));
+	memcpy(out->group, g.name, sizeof(out->group));
+	out->first = c->committed + 1;
+	out->last = c->batch_end;
+	out->committed = c->committed;
+	out->expires_at = c->lease_expires_at;
+	out->retry_count = c->retry_count;
+	return 0;
+}
+
+int
+queen_lease_get(struct queen *q, const char *lease_id,
+    struct queen_lease_info *out)
+{
+	struct cursor_row c;
+
+	return lease_find(q, lease_id, &c, out);
+}
+
+struct llist {
+	struct queen *q;
+	int64_t now;
+	queen_lease_cb cb;
+	void *arg;
+};
+
+static int
+llist_one(void *arg, const struct cursor_row *c)
+{
+	struct llist *l = arg;
+	struct queen_lease_info li;
+	struct cursor_row cc;
+	int rc;
+
+	if (!lease_live(c, l->now))
+		return 0;
+	rc = lease_find(l->q, c->lease_id, &cc, &li);
+	if (rc == -ESTALE)
+		return 0;
+	return rc ? rc : l->cb(l->arg, &li);
+}
+
+int
+queen_lease_list(struct queen *q, const char *queue, const char *group,
+    queen_lease_cb cb, void *arg)
+{
+	struct queue_row qr;
+	struct group_row g;
+	struct llist l = { q, queen_now(q), cb, arg };
+	int rc;
+
+	if ((rc = queue_load(q, queue, &qr)) != 0)
+		return rc;
+	rc = group_load(q, &qr, group, false, &g);
+	if (rc == -ENOENT)
+		return 0;
+	if (rc != 0)
+		return rc;
+	return q->ops->cursor_list_group(q->st, g.id, llist_one, &l);
+}
+
+int
+queen_lease_read(struct queen *q, const char *lease_id, bool want_payload,
+    struct queen_batch **out)
+{
+	struct queen_lease_info li;
+	struct cursor_row c;
+	struct part_row p;
+	int rc;
+
+	*out = NULL;
+	if ((rc = lease_find(q, lease_id, &c, &li)) != 0)
+		return rc;
+	if ((rc = q->ops->part_by_id(q->st, c.partition_id, &p)) != 0)
+		return rc;
+	rc = batch_read(q, &p, c.committed + 1,
+	    (size_t)(c.batch_end - c.committed), want_payload, INT64_MAX, out);
+	if (rc != 0)
+		return rc;
+	if (!*out) {
+		*out = calloc(1, sizeof(**out));
+		if (!*out)
+			return -ENOMEM;
+	}
+	memcpy((*out)->queue, li.queue, sizeof(li.queue));
+	memcpy((*out)->partition, li.partition, sizeof(li.partition));
+	memcpy((*out)->partition_uuid, li.partition_uuid,
+	    sizeof(li.partition_uuid));
+	memcpy((*out)->group, li.group, sizeof(li.group));
+	memcpy((*out)->lease_id, li.lease_id, sizeof(li.lease_id));
+	(*out)->lease_expires_at = li.expires_at;
+	(*out)->retry_count = li.retry_count;
+	return 0;
+}
+
+int
+queen_lease_renew(struct queen *q, const char *lease_id, int64_t seconds,
+    int64_t *expires_at)
+{
+	struct cursor_row c;
+	struct part_row p;
+	struct queue_row qr;
+	int rc;
+
+	if (seconds < 0)
+		return queen_err(q, -EINVAL, "renew: negative seconds");
+	if ((rc = tx_begin(q)) != 0)
+		return rc;
+	if ((rc = lease_find(q, lease_id, &c, NULL)) != 0)
+		goto out;
+	if ((rc = q->ops->part_by_id(q->st, c.partition_id, &p)) != 0 ||
+	    (rc = q->ops->queue_by_id(q->st, p.queue_id, &qr)) != 0)
+		goto out;
+	c.lease_expires_at = clamp_add(queen_now(q),
+	    (seconds ? seconds : qr.conf.lease_time) * 1000);
+	rc = q->ops->cursor_put(q->st, &c);
+	if (rc == 0 && expires_at)
+		*expires_at = c.lease_expires_at;
+out:
+	return tx_end(q, rc);
+}

@@ -1,0 +1,201 @@
+/*
+ * push.c - appending to a partition's log: dense offsets, the txn-hash row
+ * written for every message, dedup against the partition's dedup window,
+ * and waking the cursors that had caught up.  Visibility rules (delay,
+ * window_buffer) are applied by pop.c.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core.h"
+
+#define TXID_MAX QUEEN_TXID_MAX
+
+struct pushctx {
+	struct queue_row qr;
+	struct part_row p;
+	bool have;
+	bool dirty;
+	bool woken;
+};
+
+static int
+flush_part(struct queen *q, struct pushctx *c)
+{
+	int rc = 0;
+
+	if (c->have && c->dirty)
+		rc = q->ops->part_update(q->st, &c->p);
+	c->dirty = false;
+	return rc;
+}
+
+static int
+select_part(struct queen *q, struct pushctx *c, const char *queue,
+    const char *partition)
+{
+	int rc;
+
+	if (!partition)
+		partition = QUEEN_DEFAULT_PARTITION;
+	if (c->have && strcmp(c->qr.name, queue) == 0 &&
+	    strcmp(c->p.name, partition) == 0)
+		return 0;
+	if ((rc = flush_part(q, c)) != 0)
+		return rc;
+	c->have = false;
+	c->woken = false;
+	if ((rc = queue_ensure(q, queue, &c->qr)) != 0)
+		return rc;
+	if ((rc = part_load(q, &c->qr, partition, true, &c->p)) != 0)
+		return rc;
+	c->have = true;
+	return 0;
+}
+
+/* 0 and *off when txid is inside the partition's dedup window. */
+static int
+find_dup(struct queen *q, const struct qconf *conf, const struct part_row *p,
+    const struct hash128 *h, int64_t now, int64_t *off)
+{
+	int64_t at;
+	int rc;
+
+	if (conf->dedup_window <= 0 || p->tail < p->txns_start)
+		return -ENOENT;
+	rc = q->ops->txn_find(q->st, p->id, h, p->txns_start, p->tail, true,
+	    off, &at);
+	if (rc != 0)
+		return rc;
+	return at >= now - conf->dedup_window * 1000 ? 0 : -ENOENT;
+}
+
+int
+push_items(struct queen *q, const struct queen_push_item *items, size_t n,
+    bool create_excl, struct queen_push_result *res, int *dup_index)
+{
+	struct pushctx c;
+	int64_t now = queen_now(q);
+	size_t i;
+	int rc = 0;
+
+	memset(&c, 0, sizeof(c));
+	if (dup_index)
+		*dup_index = -1;
+	for (i = 0; i < n; i++) {
+		const struct queen_push_item *it = &items[i];
+		struct queen_push_result *r = &res[i];
+		struct hash128 h;
+		int64_t off, at;
+
+		memset(r, 0, sizeof(*r));
+		if (!it->queue || (rc = select_part(q, &c, it->queue,
+		    it->partition)) != 0) {
+			if (!it->queue)
+				rc = queen_err(q, -EINVAL, "item %zu: no queue",
+				    i);
+			break;
+		}
+		if (it->txid) {
+			size_t tl = strlen(it->txid);
+
+			if (tl == 0 || tl > TXID_MAX) {
+				rc = queen_err(q, -EINVAL, "item %zu: a "
+				    "transactionId is 1 to %d bytes", i,
+				    TXID_MAX);
+				break;
+			}
+			snprintf(r->txid, sizeof(r->txid), "%s", it->txid);
+		} else {
+			uuid_v7(q, r->txid);
+		}
+		if ((int64_t)it->len > c.qr.conf.max_message_bytes) {
+			rc = queen_err(q, -EFBIG, "item %zu: %zu bytes is over "
+			    "max_message_bytes (%lld) of queue '%s'", i,
+			    it->len, (long long)c.qr.conf.max_message_bytes,
+			    c.qr.name);
+			break;
+		}
+		memcpy(r->partition_uuid, c.p.uuid, sizeof(r->partition_uuid));
+		hash_txid(it->txid ? it->txid : r->txid, &h);
+		rc = find_dup(q, &c.qr.conf, &c.p, &h, now, &off);
+		if (rc == 0) {
+			r->status = QUEEN_PUSH_DUPLICATE;
+			r->offset = off;
+			c.p.duplicates++;
+			c.dirty = true;
+			if (create_excl) {
+				if (dup_index)
+					*dup_index = (int)i;
+				rc = queen_err(q, -EEXIST, "'%.64s' is already "
+				    "in %s/%s (offset %lld)", r->txid,
+				    c.qr.name, c.p.name, (long long)off);
+				break;
+			}
+			continue;
+		}
+		if (rc != -ENOENT)
+			break;
+		rc = 0;
+		at = now > c.p.last_push_at ? now : c.p.last_push_at;
+		off = c.p.tail + 1;
+		if (off > MAX_OFFSET) {
+			rc = queen_err(q, -EOVERFLOW, "partition %s is full",
+			    c.p.name);
+			break;
+		}
+		rc = q->ops->msg_append(q->st, c.p.id, off, at,
+		    it->txid ? it->txid : r->txid, it->trace_id, it->payload,
+		    it->len, &h);
+		if (rc != 0)
+			break;
+		if (!c.woken) {
+			if ((rc = q->ops->cursor_wake(q->st, c.p.id, at)) != 0)
+				break;
+			c.woken = true;
+		}
+		c.p.tail = off;
+		c.p.last_push_at = at;
+		c.dirty = true;
+		r->status = QUEEN_PUSH_QUEUED;
+		r->offset = off;
+	}
+	if (rc == 0)
+		rc = flush_part(q, &c);
+	return rc;
+}
+
+int
+queen_push(struct queen *q, const struct queen_push_item *items, size_t n,
+    bool create_excl, struct queen_push_result *res)
+{
+	int rc;
+
+	if (n == 0)
+		return 0;
+	if ((rc = tx_begin(q)) != 0)
+		return rc;
+	rc = push_items(q, items, n, create_excl, res, NULL);
+	return tx_end(q, rc);
+}
+
+int
+queen_push_is_dup(struct queen *q, const char *queue, const char *partition,
+    const char *txid)
+{
+	struct queue_row qr;
+	struct part_row p;
+	struct hash128 h;
+	int64_t off;
+	int rc;
+
+	if ((rc = queue_load(q, queue, &qr)) != 0)
+		return rc;
+	if ((rc = part_load(q, &qr, partition, false, &p)) != 0)
+		return rc;
+	if (!txid || !txid[0])
+		return -EINVAL;
+	hash_txid(txid, &h);
+	return find_dup(q, &qr.conf, &p, &h, queen_now(q), &off);
+}

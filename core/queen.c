@@ -1,0 +1,257 @@
+/*
+ * queen.c - the handle: open and close, the clock, error text, names, ids,
+ * and the transaction discipline every mutating call follows (one storage
+ * transaction per call, or one savepoint inside a group-commit batch).
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "core.h"
+
+static int64_t
+realtime_ms(void *arg)
+{
+	struct timespec ts;
+
+	(void)arg;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int
+queen_open(const struct queen_options *opt, struct queen **out)
+{
+	struct queen *q;
+	int rc;
+
+	*out = NULL;
+	if (!opt || !opt->path || !opt->path[0])
+		return -EINVAL;
+	q = calloc(1, sizeof(*q));
+	if (!q)
+		return -ENOMEM;
+	q->clock = opt->clock ? opt->clock : realtime_ms;
+	q->clock_arg = opt->clock_arg;
+	rc = db_open(opt, &q->st, &q->ops, q->err, sizeof(q->err));
+	if (rc != 0) {
+		free(q);
+		return rc;
+	}
+	*out = q;
+	return 0;
+}
+
+void
+queen_close(struct queen *q)
+{
+	if (!q)
+		return;
+	if (q->batch_depth > 0)
+		q->ops->rollback(q->st);
+	q->ops->close(q->st);
+	free(q);
+}
+
+const char *
+queen_errmsg(struct queen *q)
+{
+	return q->err;
+}
+
+int64_t
+queen_now(struct queen *q)
+{
+	return q->clock(q->clock_arg);
+}
+
+void
+queen_set_clock(struct queen *q, queen_clock_fn fn, void *arg)
+{
+	q->clock = fn ? fn : realtime_ms;
+	q->clock_arg = fn ? arg : NULL;
+}
+
+bool
+queen_failed(struct queen *q, char *buf, size_t len)
+{
+	if (q->failed && buf && len)
+		snprintf(buf, len, "%s", q->failmsg);
+	return q->failed;
+}
+
+bool
+queen_name_valid(const char *name)
+{
+	size_t i;
+
+	if (!name || !name[0] || name[0] == '.')
+		return false;
+	for (i = 0; name[i]; i++) {
+		unsigned char c = (unsigned char)name[i];
+
+		if (i >= QUEEN_NAME_MAX)
+			return false;
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		    (c >= '0' && c <= '9') || strchr("._:@=+-", c))
+			continue;
+		return false;
+	}
+	return true;
+}
+
+int
+queen_err(struct queen *q, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(q->err, sizeof(q->err), fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+int64_t
+clamp_add(int64_t a, int64_t b)
+{
+	if (b > 0 && a > INT64_MAX - b)
+		return INT64_MAX;
+	if (b < 0 && a < INT64_MIN - b)
+		return INT64_MIN;
+	return a + b;
+}
+
+/* A UUIDv7: 48 bits of milliseconds, then random bits. */
+void
+uuid_v7(struct queen *q, char out[QUEEN_ID_LEN + 1])
+{
+	unsigned char b[16];
+	uint64_t ms = (uint64_t)queen_now(q);
+	int i;
+
+	if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b)) {
+		/* getrandom on Linux does not fail for 16 bytes once seeded */
+		for (i = 0; i < 16; i++)
+			b[i] = (unsigned char)rand();
+	}
+	for (i = 0; i < 6; i++)
+		b[i] = (unsigned char)(ms >> (40 - 8 * i));
+	b[6] = (unsigned char)(0x70 | (b[6] & 0x0f));
+	b[8] = (unsigned char)(0x80 | (b[8] & 0x3f));
+	snprintf(out, QUEEN_ID_LEN + 1,
+	    "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
+	    "%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2], b[3], b[4], b[5],
+	    b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+}
+
+/* A storage error: note it, and stop all writes if it was an I/O error. */
+static int
+storage_error(struct queen *q, int rc)
+{
+	if (q->ops->io_failed(q->st) && !q->failed) {
+		q->failed = true;
+		snprintf(q->failmsg, sizeof(q->failmsg),
+		    "storage I/O error, writes stopped: %s",
+		    q->ops->errmsg(q->st));
+	}
+	if (rc == -ENOSPC)
+		return queen_err(q, rc, "database or disk is full");
+	return queen_err(q, rc, "storage: %s", q->ops->errmsg(q->st));
+}
+
+int
+tx_begin(struct queen *q)
+{
+	int rc;
+
+	if (q->failed)
+		return queen_err(q, -EIO, "%s", q->failmsg);
+	rc = q->batch_depth > 0 ? q->ops->savepoint(q->st) :
+	    q->ops->begin(q->st);
+	if (rc != 0)
+		return storage_error(q, rc);
+	return 0;
+}
+
+/*
+ * Finish what tx_begin started: keep it when rc is 0, else undo it.  A
+ * failing commit undoes everything and its error is returned.  Storage
+ * errors set the message; logical refusals keep the one already set.
+ */
+int
+tx_end(struct queen *q, int rc)
+{
+	int crc;
+
+	if (q->batch_depth > 0) {
+		if (rc == 0) {
+			crc = q->ops->release(q->st);
+			if (crc != 0) {
+				q->ops->rollback_to(q->st);
+				return storage_error(q, crc);
+			}
+			return 0;
+		}
+		q->ops->rollback_to(q->st);
+	} else {
+		if (rc == 0) {
+			crc = q->ops->commit(q->st);
+			if (crc == 0)
+				return 0;
+			q->ops->rollback(q->st);
+			return storage_error(q, crc);
+		}
+		q->ops->rollback(q->st);
+	}
+	switch (rc) {
+	case -EIO: case -ENOSPC: case -EBUSY: case -ENOMEM: case -EROFS:
+	case -EACCES:
+		return storage_error(q, rc);
+	}
+	return rc;
+}
+
+int
+queen_batch_begin(struct queen *q)
+{
+	int rc;
+
+	if (q->batch_depth > 0)
+		return queen_err(q, -EBUSY, "a batch is already open");
+	if (q->failed)
+		return queen_err(q, -EIO, "%s", q->failmsg);
+	rc = q->ops->begin(q->st);
+	if (rc != 0)
+		return storage_error(q, rc);
+	q->batch_depth = 1;
+	return 0;
+}
+
+int
+queen_batch_commit(struct queen *q)
+{
+	int rc;
+
+	if (q->batch_depth == 0)
+		return queen_err(q, -EINVAL, "no batch is open");
+	q->batch_depth = 0;
+	rc = q->ops->commit(q->st);
+	if (rc != 0) {
+		q->ops->rollback(q->st);
+		return storage_error(q, rc);
+	}
+	return 0;
+}
+
+void
+queen_batch_rollback(struct queen *q)
+{
+	if (q->batch_depth == 0)
+		return;
+	q->batch_depth = 0;
+	q->ops->rollback(q->st);
+}

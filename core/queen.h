@@ -1,0 +1,545 @@
+/*
+ * queen.h - the public API of the queenfs engine (libqueen).
+ *
+ * A cursor engine: queues of ordered partitions, one cursor per (partition,
+ * consumer group), leases, a retry budget, a dead-letter queue, dedup, KV,
+ * timers and transactions.  It knows nothing of FUSE or of the storage it
+ * runs on; see docs/engine.md for the model.
+ *
+ * Conventions.  Action functions return 0 or a negative errno.  Lists are
+ * walked with callbacks; a callback returning non-zero stops the walk and its
+ * value is returned.  Every string a caller passes is copied if kept.  Every
+ * output the engine allocates is one block freed by one call.  A handle is
+ * used by one thread at a time.  Times are milliseconds since the epoch.
+ */
+#ifndef QUEEN_H
+#define QUEEN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define QUEEN_NAME_MAX 255
+#define QUEEN_ID_LEN 36 /* a UUID in text form */
+#define QUEEN_TXID_MAX 1024 /* bytes in a transactionId */
+#define QUEEN_QUEUE_MODE "__QUEUE_MODE__"
+#define QUEEN_DEFAULT_PARTITION "default"
+
+struct queen;
+
+typedef int64_t (*queen_clock_fn)(void *arg);
+
+enum queen_sync {
+	QUEEN_SYNC_FULL = 0,
+	QUEEN_SYNC_NORMAL = 1,
+	QUEEN_SYNC_OFF = 2,
+};
+
+struct queen_options {
+	const char *path;       /* database file; required */
+	enum queen_sync sync;   /* default QUEEN_SYNC_FULL (0) */
+	bool read_only;         /* open without write access */
+	queen_clock_fn clock;   /* NULL: CLOCK_REALTIME */
+	void *clock_arg;
+};
+
+/*
+ * queen_open - open (creating if needed) the store at opt->path, apply any
+ * missing schema migrations, and return a handle in *out (NULL on failure).
+ * Errors: -EINVAL bad options, -EIO not a database or corrupt, -EPROTO the
+ * file was written by a newer schema, -EROFS, -EACCES, -ENOMEM.
+ */
+int queen_open(const struct queen_options *opt, struct queen **out);
+
+/* queen_close - finalise everything and close; accepts NULL. */
+void queen_close(struct queen *q);
+
+/*
+ * queen_errmsg - the reason for the last failure on this handle, in words.
+ * The pointer stays valid until the next call on the handle.
+ */
+const char *queen_errmsg(struct queen *q);
+
+/* queen_now - the handle's clock, in milliseconds. */
+int64_t queen_now(struct queen *q);
+
+/* queen_set_clock - replace the clock (tests drive leases with it). */
+void queen_set_clock(struct queen *q, queen_clock_fn fn, void *arg);
+
+/* queen_name_valid - 1..255 bytes of [A-Za-z0-9._:@=+-], no leading '.'. */
+bool queen_name_valid(const char *name);
+
+/*
+ * queen_fail_storage - once the store reports an I/O error every later write
+ * is refused with -EIO; this says whether that happened (and why, in
+ * queen_errmsg terms, copied into buf).
+ */
+bool queen_failed(struct queen *q, char *buf, size_t len);
+
+/*
+ * Group commit.  Between queen_batch_begin and queen_batch_commit, every
+ * mutating call runs inside one storage transaction (each call in its own
+ * savepoint, so one call's failure undoes only that call).  The commit makes
+ * all of them durable at once; if it fails, none of them happened.
+ */
+int queen_batch_begin(struct queen *q);
+int queen_batch_commit(struct queen *q);
+void queen_batch_rollback(struct queen *q);
+
+/* ---- ownership, for the mount's permission checks ---- */
+
+struct queen_owner {
+	uid_t uid;
+	gid_t gid;
+	mode_t mode; /* permission bits only */
+};
+
+/* ---- configuration ---- */
+
+enum queen_scope {
+	QUEEN_SCOPE_QUEUE = 1,
+	QUEEN_SCOPE_GROUP = 2,
+};
+
+/*
+ * queen_config_set - set key = value pairs on a queue (group NULL) or on a
+ * group.  All pairs are validated first; any unknown key or bad value fails
+ * the whole call with -EINVAL (queen_errmsg says which) and changes nothing.
+ * A group that does not exist yet is created.  -ENOENT: no such queue.
+ */
+int queen_config_set(struct queen *q, const char *queue, const char *group,
+    const char *const *keys, const char *const *values, size_t n);
+
+/*
+ * queen_config_format - the whole config as "key = value\n" lines into buf
+ * (NUL-terminated).  Returns the length it needs (excluding the NUL), which
+ * may exceed len, or a negative errno.
+ */
+ssize_t queen_config_format(struct queen *q, const char *queue,
+    const char *group, char *buf, size_t len);
+
+/*
+ * queen_config_get - one key's effective value as an integer (booleans are
+ * 0/1; for a group, keys it does not set come from the queue).  -ENOENT no
+ * such queue, -EINVAL unknown key.
+ */
+int queen_config_get(struct queen *q, const char *queue, const char *group,
+    const char *key, int64_t *value);
+
+/* ---- queues ---- */
+
+struct queen_queue_info {
+	int64_t id;
+	char name[QUEEN_NAME_MAX + 1];
+	int64_t created_at;
+	struct queen_owner owner;
+};
+
+/* -EEXIST, -EINVAL (bad name). own may be NULL (root, 0755). */
+int queen_queue_create(struct queen *q, const char *name,
+    const struct queen_owner *own);
+
+/* -ENOENT; -ENOTEMPTY while it holds messages, groups or timers. */
+int queen_queue_delete(struct queen *q, const char *name);
+
+/* -ENOENT */
+int queen_queue_get(struct queen *q, const char *name,
+    struct queen_queue_info *out);
+
+int queen_queue_set_owner(struct queen *q, const char *name,
+    const struct queen_owner *own);
+
+typedef int (*queen_queue_cb)(void *arg, const struct queen_queue_info *qi);
+int queen_queue_list(struct queen *q, queen_queue_cb cb, void *arg);
+
+/* ---- partitions ---- */
+
+struct queen_partition_info {
+	int64_t id;
+	char name[QUEEN_NAME_MAX + 1];
+	char uuid[QUEEN_ID_LEN + 1];  /* the stable partitionId */
+	int64_t head;        /* lowest retained offset (tail+1 when empty) */
+	int64_t tail;        /* highest offset ever pushed (0: none) */
+	int64_t txns_start;  /* hash-purge watermark */
+	int64_t last_push_at;
+	int64_t duplicates;
+};
+
+/* -ENOENT (queue or partition). */
+int queen_partition_get(struct queen *q, const char *queue,
+    const char *partition, struct queen_partition_info *out);
+
+/* by stable id; fills *queue_out (QUEEN_NAME_MAX+1 bytes) if non-NULL. */
+int queen_partition_by_uuid(struct queen *q, const char *uuid,
+    char *queue_out, struct queen_partition_info *out);
+
+typedef int (*queen_partition_cb)(void *arg,
+    const struct queen_partition_info *pi);
+int queen_partition_list(struct queen *q, const char *queue,
+    queen_partition_cb cb, void *arg);
+
+/* ---- messages ---- */
+
+struct queen_msg {
+	int64_t offset;
+	int64_t created_at;
+	const char *txid;
+	const char *trace_id;   /* may be NULL */
+	const void *payload;
+	size_t len;
+};
+
+/*
+ * A set of messages returned by one call, in one allocation.  For a pop it
+ * also carries the lease.  Free with queen_batch_free.
+ */
+struct queen_batch {
+	char queue[QUEEN_NAME_MAX + 1];
+	char partition[QUEEN_NAME_MAX + 1];
+	char partition_uuid[QUEEN_ID_LEN + 1];
+	char group[QUEEN_NAME_MAX + 1];
+	char lease_id[QUEEN_ID_LEN + 1]; /* "" when auto-acked */
+	int64_t lease_expires_at;        /* 0 when auto-acked */
+	int64_t retry_count;             /* budget used on this cursor */
+	size_t n;
+	struct queen_msg msgs[];
+};
+
+void queen_batch_free(struct queen_batch *b);
+
+/*
+ * queen_msg_find - the newest message called txid in the partition (any
+ * retained offset).  Fills *offset.  -ENOENT.
+ */
+int queen_msg_find(struct queen *q, const char *queue, const char *partition,
+    const char *txid, int64_t *offset);
+
+/*
+ * queen_msg_read - the messages from offset `from` on (up to max of them,
+ * skipping purged offsets), with payloads unless want_payload is false.
+ * *out is NULL and 0 returned when there are none.
+ */
+int queen_msg_read(struct queen *q, const char *queue, const char *partition,
+    int64_t from, size_t max, bool want_payload, struct queen_batch **out);
+
+/* ---- push ---- */
+
+struct queen_push_item {
+	const char *queue;
+	const char *partition;  /* NULL: "default" */
+	const char *txid;       /* NULL: a generated UUIDv7 */
+	const char *trace_id;   /* may be NULL */
+	const void *payload;
+	size_t len;
+};
+
+enum queen_push_status {
+	QUEEN_PUSH_QUEUED = 0,
+	QUEEN_PUSH_DUPLICATE = 1,
+};
+
+struct queen_push_result {
+	enum queen_push_status status;
+	int64_t offset;          /* the message's, or the original's if dup */
+	char txid[QUEEN_TXID_MAX + 1];
+	char partition_uuid[QUEEN_ID_LEN + 1];
+};
+
+/*
+ * queen_push - append n items (queues and partitions are created on first
+ * use) as one unit, writing the txn-hash rows, and fill res[i] for each.
+ * A transactionId inside its partition's dedup window is a duplicate: not
+ * stored again, counted, and reported as such.  If create_excl is set, any
+ * duplicate fails the whole call with -EEXIST.
+ * Errors (nothing written): -EINVAL bad name or empty txid, -EFBIG payload
+ * over max_message_bytes, -ENOSPC, -EIO, -EROFS.
+ */
+int queen_push(struct queen *q, const struct queen_push_item *items,
+    size_t n, bool create_excl, struct queen_push_result *res);
+
+/*
+ * queen_push_is_dup - whether pushing txid to (queue, partition) now would
+ * be a duplicate (0: it would, -ENOENT: it would not).
+ */
+int queen_push_is_dup(struct queen *q, const char *queue,
+    const char *partition, const char *txid);
+
+/* ---- pop ---- */
+
+struct queen_pop_req {
+	const char *queue;
+	const char *partition;  /* NULL: any, fairly */
+	const char *group;      /* NULL: queue mode */
+	int64_t batch;          /* 0: the group's or queue's config */
+	int auto_ack;           /* -1: config, 0 no, 1 yes */
+};
+
+/*
+ * queen_pop - lease the next available span of one partition for the group.
+ * Never blocks: -EAGAIN when nothing is available now.  -ENOENT no queue.
+ * On success *out holds the messages and the lease (free it).
+ */
+int queen_pop(struct queen *q, const struct queen_pop_req *req,
+    struct queen_batch **out);
+
+/*
+ * queen_next_due - earliest time at which a pop of (queue, group) could
+ * succeed without any new push (a delay or window ending, a lease expiring),
+ * or INT64_MAX when only a push can help.
+ */
+int64_t queen_next_due(struct queen *q, const char *queue, const char *group);
+
+/* ---- leases ---- */
+
+struct queen_lease_info {
+	char lease_id[QUEEN_ID_LEN + 1];
+	char queue[QUEEN_NAME_MAX + 1];
+	char partition[QUEEN_NAME_MAX + 1];
+	char partition_uuid[QUEEN_ID_LEN + 1];
+	char group[QUEEN_NAME_MAX + 1];
+	int64_t first;      /* committed + 1 when leased */
+	int64_t last;       /* batch_end */
+	int64_t committed;  /* current cursor */
+	int64_t expires_at;
+	int64_t retry_count;
+};
+
+/* A live lease by id.  -ESTALE if expired or released, -ENOENT never seen. */
+int queen_lease_get(struct queen *q, const char *lease_id,
+    struct queen_lease_info *out);
+
+/* The live leases of (queue, group). */
+typedef int (*queen_lease_cb)(void *arg, const struct queen_lease_info *li);
+int queen_lease_list(struct queen *q, const char *queue, const char *group,
+    queen_lease_cb cb, void *arg);
+
+/* The unacked messages still under the lease.  -ESTALE. */
+int queen_lease_read(struct queen *q, const char *lease_id, bool want_payload,
+    struct queen_batch **out);
+
+/*
+ * queen_lease_renew - extend a live lease to now + seconds (0: the queue's
+ * lease_time).  -ESTALE if it is no longer live.
+ */
+int queen_lease_renew(struct queen *q, const char *lease_id, int64_t seconds,
+    int64_t *expires_at);
+
+/* ---- ack ---- */
+
+struct queen_ack_item {
+	const char *txid;
+	const char *partition_uuid;  /* the partitionId; or: */
+	const char *queue;           /*   queue + partition names */
+	const char *partition;
+	const char *group;           /* NULL: queue mode */
+	const char *status;          /* normalised as in the seed; NULL ok */
+	const char *lease_id;        /* NULL: no lease check */
+	const char *error;           /* kept in the DLQ */
+};
+
+#define QUEEN_ERR_LEN 160
+
+struct queen_ack_result {
+	bool success;
+	bool lease_released;
+	bool dlq;
+	bool noop;
+	int err;  /* 0, -ESTALE, -EALREADY, -ENOENT, -EINVAL, -EIO */
+	char error[QUEEN_ERR_LEN];  /* "" on success */
+};
+
+/* The seed's words, so callers can match them. */
+#define QUEEN_E_LEASE "invalid or expired lease"
+#define QUEEN_E_ALREADY "already committed: the cursor moved past this " \
+	"message before this ack"
+#define QUEEN_E_UNRESOLVABLE "unresolvable: transaction not in the ack " \
+	"window (hash purged or never pushed); if leased, the message " \
+	"redelivers"
+#define QUEEN_E_FLUSH "ack flush failed; lease will expire and redeliver"
+
+/*
+ * queen_ack - acknowledge n items as in seed 000.  Items are grouped by
+ * (partition, group, lease); each group is judged and written once.  Fills
+ * res[i].  Returns 0 when the call ran (look at res), or a negative errno
+ * when storage failed (then nothing moved and every item says so).
+ */
+int queen_ack(struct queen *q, const struct queen_ack_item *items, size_t n,
+    struct queen_ack_result *res);
+
+/* ---- consumer groups ---- */
+
+enum queen_sub_mode {
+	QUEEN_SUB_ALL = 0,
+	QUEEN_SUB_NEW = 1,
+	QUEEN_SUB_SINCE = 2,
+};
+
+struct queen_group_info {
+	int64_t id;
+	char name[QUEEN_NAME_MAX + 1];
+	enum queen_sub_mode mode;
+	int64_t since;  /* for QUEEN_SUB_SINCE */
+	int64_t created_at;
+	struct queen_owner owner;
+};
+
+/* Create if missing (with default config); -ENOENT no queue, -EINVAL. */
+int queen_group_ensure(struct queen *q, const char *queue, const char *group);
+int queen_group_get(struct queen *q, const char *queue, const char *group,
+    struct queen_group_info *out);
+/* Drops the group's cursors and leases (its DLQ entries stay). */
+int queen_group_delete(struct queen *q, const char *queue, const char *group);
+int queen_group_set_owner(struct queen *q, const char *queue,
+    const char *group, const struct queen_owner *own);
+typedef int (*queen_group_cb)(void *arg, const struct queen_group_info *gi);
+int queen_group_list(struct queen *q, const char *queue, queen_group_cb cb,
+    void *arg);
+
+enum queen_pos_kind {
+	QUEEN_POS_OFFSET = 0,  /* value: the next offset to deliver */
+	QUEEN_POS_TIME = 1,    /* value: ms; first message pushed at/after */
+	QUEEN_POS_START = 2,
+	QUEEN_POS_END = 3,
+};
+
+/*
+ * queen_seek - move the group's cursor on one partition (or all when
+ * partition is NULL) and release the group's leases there.
+ * -EINVAL negative offset, -ENOENT no such queue/partition.
+ */
+int queen_seek(struct queen *q, const char *queue, const char *group,
+    const char *partition, enum queen_pos_kind kind, int64_t value);
+
+struct queen_cursor_info {
+	char partition[QUEEN_NAME_MAX + 1];
+	int64_t committed;
+	int64_t tail;
+	int64_t lag;            /* messages retained past the cursor */
+	bool leased;
+	int64_t lease_expires_at;
+	int64_t retry_count;
+};
+
+typedef int (*queen_cursor_cb)(void *arg, const struct queen_cursor_info *ci);
+int queen_cursor_list(struct queen *q, const char *queue, const char *group,
+    queen_cursor_cb cb, void *arg);
+
+/* ---- dead letters ---- */
+
+struct queen_dlq_entry {
+	int64_t id;
+	char partition[QUEEN_NAME_MAX + 1];
+	char group[QUEEN_NAME_MAX + 1];
+	const char *txid;
+	const char *error;
+	int64_t offset;
+	int64_t retry_count;
+	int64_t created_at;     /* the message's push time */
+	int64_t failed_at;
+	const void *payload;
+	size_t len;
+};
+
+typedef int (*queen_dlq_cb)(void *arg, const struct queen_dlq_entry *e);
+
+/* Dead letters of (queue, group); group NULL = queue mode. */
+int queen_dlq_list(struct queen *q, const char *queue, const char *group,
+    bool want_payload, queen_dlq_cb cb, void *arg);
+
+/* ---- stats ---- */
+
+struct queen_stats {
+	int64_t partitions;
+	int64_t messages;      /* retained */
+	int64_t pushed;        /* highest offsets summed */
+	int64_t depth;         /* retained past the group's cursors */
+	int64_t leases;        /* live */
+	int64_t leased_msgs;
+	int64_t dlq;
+	int64_t duplicates;
+	int64_t groups;
+	int64_t oldest_waiting; /* created_at of the oldest undelivered; 0 */
+};
+
+/* For one group (NULL: queue mode) of the queue. */
+int queen_stats_get(struct queen *q, const char *queue, const char *group,
+    struct queen_stats *out);
+
+/* ---- maintenance ---- */
+
+/*
+ * queen_maintain - run due housekeeping: retention, completed retention,
+ * txn-hash purge, expired KV keys, due timers (each fires exactly once).
+ * Does a bounded amount of work; *more is set when more is due.  Returns the
+ * number of rows it changed, or a negative errno.
+ */
+ssize_t queen_maintain(struct queen *q, bool *more);
+
+/* ---- KV ---- */
+
+struct queen_kv_value {
+	int64_t version;
+	int64_t expires_at;   /* 0: never */
+	int64_t updated_at;
+	size_t len;
+	const void *data;
+};
+
+/* Fills *out with a copy (free with free()).  -ENOENT missing/expired. */
+int queen_kv_get(struct queen *q, const char *ns, const char *key,
+    struct queen_kv_value **out);
+
+/*
+ * queen_kv_put - store value; ttl_ms 0 keeps the namespace default (none);
+ * if_absent: -EEXIST when a live value is there.
+ */
+int queen_kv_put(struct queen *q, const char *ns, const char *key,
+    const void *data, size_t len, int64_t ttl_ms, bool if_absent);
+
+int queen_kv_delete(struct queen *q, const char *ns, const char *key);
+
+/* Set only the expiry (ttl_ms 0 = never).  -ENOENT. */
+int queen_kv_set_ttl(struct queen *q, const char *ns, const char *key,
+    int64_t ttl_ms);
+
+typedef int (*queen_kv_cb)(void *arg, const char *key,
+    const struct queen_kv_value *v);
+int queen_kv_list(struct queen *q, const char *ns, queen_kv_cb cb, void *arg);
+
+/* Namespaces that hold live keys or exist by mkdir. */
+typedef int (*queen_name_cb)(void *arg, const char *name);
+int queen_kv_ns_list(struct queen *q, queen_name_cb cb, void *arg);
+int queen_kv_ns_create(struct queen *q, const char *ns,
+    const struct queen_owner *own);
+int queen_kv_ns_delete(struct queen *q, const char *ns);
+int queen_kv_ns_get(struct queen *q, const char *ns, struct queen_owner *own);
+int queen_kv_ns_set_owner(struct queen *q, const char *ns,
+    const struct queen_owner *own);
+
+/* ---- timers ---- */
+
+struct queen_timer_info {
+	char key[QUEEN_NAME_MAX + 1];
+	char partition[QUEEN_NAME_MAX + 1];
+	int64_t due_at;
+	int64_t created_at;
+	size_t len;
+	const void *payload;
+};
+
+/*
+ * queen_timer_schedule - upsert the timer (queue, key): fire at due_at
+ * (0: now + the queue's timer_delay) by pushing payload into partition
+ * (NULL: "default").
+ */
+int queen_timer_schedule(struct queen *q, const char *queue, const char *key,
+    const char *partition, int64_t due_at, const void *payload, size_t len);
+int queen_timer_cancel(struct queen *q, const char *queue, const char *key);
+int queen_timer_get(struct queen *q, const char *queue, const char *key,
+    bool want_payload, struct queen_timer_info **out);
+typedef int (*queen_timer_cb)(void *arg, const struct queen_timer_info *ti);
+int queen_timer_list(struct queen *q, const char *queue, queen_timer_cb cb,
+    void *arg);
+
+#endif
