@@ -11,7 +11,7 @@ O ?= build
 PKGS = fuse3 sqlite3 libxxhash jansson
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
-CORE_LIBS := $(shell pkg-config --libs sqlite3 libxxhash 2>/dev/null)
+CORE_LIBS := $(shell pkg-config --libs sqlite3 libxxhash jansson 2>/dev/null)
 
 WARN = -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes \
 	-Wmissing-prototypes -Wformat=2 -Wno-unused-parameter
@@ -54,8 +54,23 @@ $(O)/tests/t-%: $(O)/tests/t-%.o $(O)/tests/tap.o $(LIB)
 $(O)/examples/%: $(O)/examples/%.o
 	$(CC) $(LDFLAGS_ALL) -o $@ $^
 
+# `make test` and `make run` first make sure the Debian packages are
+# there (installing them as root), then build in a fresh make so that
+# pkg-config sees them.
+test: deps
+	$(MAKE) check
+
+run: deps
+	$(MAKE) all
+	@mkdir -p $(MNT)
+	@echo "queenfs: mounting on $(MNT) (database: $(DB)); Ctrl-C unmounts"
+	$(DAEMON) -f $(if $(DB),--db $(DB)) $(MNT)
+
+MNT ?= /tmp/queenfs
+DB ?=
+
 # The units run first; the mount tests need the daemon and /dev/fuse.
-test check: all
+check: all
 	QUEENFS_BUILD=$(abspath $(O)) prove -j2 $(PROVE_FLAGS) $(UNIT_BIN) $(wildcard tests/fs-*.sh)
 
 check-unit: all
@@ -64,10 +79,10 @@ check-unit: all
 check-fs: all
 	QUEENFS_BUILD=$(abspath $(O)) prove $(wildcard tests/fs-*.sh)
 
-asan:
+asan: deps
 	$(MAKE) O=build/asan OPT="-O1 -g -fno-omit-frame-pointer" \
 	    EXTRA_CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=all" \
-	    EXTRA_LDFLAGS="-fsanitize=address,undefined" test
+	    EXTRA_LDFLAGS="-fsanitize=address,undefined" check
 
 check-valgrind: all
 	for t in $(UNIT_BIN); do valgrind -q --error-exitcode=1 --leak-check=full $$t >/dev/null || exit 1; done
@@ -83,11 +98,11 @@ analyze:
 	    -D_XOPEN_SOURCE=700 core fs
 
 deps:
-	@tests/deps.sh
+	@.ci/deps
 
 clean:
 	rm -rf build
 
-.PHONY: all test check check-unit check-fs asan check-valgrind check-layers analyze deps clean
+.PHONY: all test run check check-unit check-fs asan check-valgrind check-layers analyze deps clean
 
 -include $(CORE_OBJ:.o=.d) $(FS_OBJ:.o=.d) $(O)/fs/main.d $(UNIT_SRC:tests/%.c=$(O)/tests/%.d)

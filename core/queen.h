@@ -542,4 +542,122 @@ typedef int (*queen_timer_cb)(void *arg, const struct queen_timer_info *ti);
 int queen_timer_list(struct queen *q, const char *queue, queen_timer_cb cb,
     void *arg);
 
+/* ---- transactions (seed 002) ---- */
+
+enum queen_kv_op_type {
+	QUEEN_KV_PUT = 0,
+	QUEEN_KV_PUT_IF_ABSENT,
+	QUEEN_KV_DELETE,
+	QUEEN_KV_INCR,
+	QUEEN_KV_GET,
+	QUEEN_KV_GET_MANY,
+};
+
+struct queen_kv_op {
+	enum queen_kv_op_type type;
+	const char *ns;
+	const char *key;
+	const char *const *keys;  /* GET_MANY */
+	size_t nkeys;
+	const void *value;        /* PUT, PUT_IF_ABSENT */
+	size_t len;
+	int64_t ttl_ms;           /* 0: none */
+	int64_t by;               /* INCR */
+	int64_t expect_version;   /* -1: none; 0: must be absent */
+	bool required;            /* a failed precondition rolls back */
+};
+
+enum queen_timer_op_type {
+	QUEEN_TIMER_SCHEDULE = 0,
+	QUEEN_TIMER_CANCEL,
+};
+
+struct queen_timer_op {
+	enum queen_timer_op_type type;
+	const char *queue;
+	const char *key;
+	const char *partition;    /* NULL: default */
+	int64_t due_at;           /* 0: now + delay_ms, or timer_delay */
+	int64_t delay_ms;
+	const void *payload;
+	size_t len;
+};
+
+struct queen_txn {
+	const struct queen_ack_item *acks;
+	size_t nacks;
+	const struct queen_push_item *pushes;
+	size_t npushes;
+	const struct queen_kv_op *kv;
+	size_t nkv;
+	const struct queen_timer_op *timers;
+	size_t ntimers;
+	const char *const *required_leases;
+	size_t nleases;
+};
+
+enum queen_txn_reason {
+	QUEEN_TXN_OK = 0,
+	QUEEN_TXN_REJECTED_ACK,
+	QUEEN_TXN_DUPLICATE,
+	QUEEN_TXN_KV_PRECONDITION,
+	QUEEN_TXN_RESERVED,
+	QUEEN_TXN_BAD_REQUEST,
+	QUEEN_TXN_TOO_LARGE,
+};
+
+#define QUEEN_TXN_MAX_KV_OPS 64
+#define QUEEN_TXN_MAX_KV_KEYS 256
+
+/* One KV operation's answer; value points into the result block. */
+struct queen_kv_result {
+	bool found;
+	int64_t version;
+	int64_t number;           /* INCR: the new value */
+	const void *value;        /* GET */
+	size_t len;
+	size_t first;             /* GET_MANY: index into kv_many[] */
+	size_t count;
+};
+
+struct queen_txn_result {
+	enum queen_txn_reason reason;
+	char error[QUEEN_ERR_LEN];
+	char kv_reason[32];       /* "exists", "missing", "version" */
+	int failed_index;         /* the refused part's index, or -1 */
+	struct queen_ack_result *acks;      /* nacks */
+	struct queen_push_result *pushes;   /* npushes */
+	struct queen_kv_result *kv;         /* nkv */
+	struct queen_kv_result *kv_many;    /* GET_MANY entries */
+	size_t nkv_many;
+};
+
+/*
+ * queen_txn - apply acks, pushes, KV and timer operations as one unit or
+ * not at all.  Checks run in the seed's order (acks with the lease fence,
+ * pushes and their dedup, KV preconditions, timers); the first refusal
+ * sets r->reason and nothing is written.  Returns 0 when a verdict was
+ * reached (committed or refused: look at r->reason), or a negative errno
+ * when storage failed (nothing written).  *out is one block: free it with
+ * queen_txn_result_free, also on failure.
+ */
+int queen_txn(struct queen *q, const struct queen_txn *t,
+    struct queen_txn_result **out);
+void queen_txn_result_free(struct queen_txn_result *r);
+const char *queen_txn_reason_name(enum queen_txn_reason r);
+
+/*
+ * queen_api - the JSON front end shared by the mount's api/ files (and any
+ * later network front end): endpoint is "push", "pop", "ack",
+ * "transaction" or "renew"; req is the request body.  *resp (malloc'd,
+ * NUL-terminated) is the JSON answer in the seeds' wire shapes; malformed
+ * input answers a JSON error with reason bad_request or too_large.
+ * Returns 0 when the call as a whole succeeded, -EIO when it failed (the
+ * answer says why), or -ENOMEM / -EINVAL (unknown endpoint).
+ */
+int queen_api(struct queen *q, const char *endpoint, const char *req,
+    size_t len, char **resp);
+
+#define QUEEN_API_MAX_BODY (64u << 20)
+
 #endif
