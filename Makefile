@@ -97,12 +97,28 @@ analyze:
 	    --inline-suppr --suppressions-list=.cppcheck-suppress \
 	    -D_XOPEN_SOURCE=700 core fs
 
+# libFuzzer (clang) over the parsers, FUZZ_SECONDS each; the corpus in
+# tests/fuzz/corpus/ grows as it finds new paths.  Any crash file it
+# leaves is a bug: add it to the corpus as a regression case.
+FUZZ_SECONDS ?= 60
+FUZZ_CC = clang -std=c11 -D_XOPEN_SOURCE=700 -D_DEFAULT_SOURCE -g -O1 \
+	-fsanitize=fuzzer,address,undefined $(PKG_CFLAGS)
+fuzz: deps
+	@mkdir -p build/fuzz
+	$(FUZZ_CC) -o build/fuzz/fuzz-ctl tests/fuzz/fuzz-ctl.c fs/ctl.c
+	$(FUZZ_CC) -o build/fuzz/fuzz-api tests/fuzz/fuzz-api.c core/*.c \
+	    $(CORE_LIBS)
+	build/fuzz/fuzz-ctl -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
+	    tests/fuzz/corpus/config tests/fuzz/corpus/seek
+	build/fuzz/fuzz-api -max_total_time=$(FUZZ_SECONDS) -max_len=8192 \
+	    tests/fuzz/corpus/api
+
 deps:
 	@.ci/deps
 
 clean:
 	rm -rf build
 
-.PHONY: all test run check check-unit check-fs asan check-valgrind check-layers analyze deps clean
+.PHONY: all test run check fuzz check-unit check-fs asan check-valgrind check-layers analyze deps clean
 
 -include $(CORE_OBJ:.o=.d) $(FS_OBJ:.o=.d) $(O)/fs/main.d $(UNIT_SRC:tests/%.c=$(O)/tests/%.d)

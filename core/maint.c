@@ -161,6 +161,10 @@ fire_timers(struct maint *m)
 			it.payload = t->payload;
 			it.len = t->len;
 			rc = push_items(q, &it, 1, false, &r, NULL);
+			/* a payload the queue no longer accepts (its limit
+			 * was lowered) must not block every other timer */
+			if (rc == -EFBIG || rc == -EINVAL)
+				rc = 0;
 		}
 		if (rc == 0)
 			rc = q->ops->timer_delete(q->st, qid, t->key);

@@ -144,6 +144,7 @@ queen_pop(struct queen *q, const struct queen_pop_req *req,
 	int rc;
 
 	*out = NULL;
+	memset(&x, 0, sizeof(x));
 	if (!req || !req->queue)
 		return queen_err(q, -EINVAL, "pop: no queue");
 	if ((rc = tx_begin(q)) != 0)
@@ -152,7 +153,6 @@ queen_pop(struct queen *q, const struct queen_pop_req *req,
 		goto out;
 	if ((rc = group_load(q, &qr, req->group, true, &g)) != 0)
 		goto out;
-	memset(&x, 0, sizeof(x));
 	x.q = q;
 	x.qr = &qr;
 	x.g = &g;

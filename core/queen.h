@@ -305,7 +305,11 @@ struct queen_lease_info {
 	int64_t retry_count;
 };
 
-/* A live lease by id.  -ESTALE if expired or released, -ENOENT never seen. */
+/*
+ * A live lease by id.  -ESTALE when the id is not a live lease: expired,
+ * released, or never issued (a released lease leaves no trace to tell
+ * these apart).
+ */
 int queen_lease_get(struct queen *q, const char *lease_id,
     struct queen_lease_info *out);
 

@@ -1,0 +1,417 @@
+/*
+ * t-push.c - queen_push: single and batch pushes, per-item results,
+ * generated transaction ids, the dedup window and create_excl, dedup off,
+ * delay and window_buffer visibility, max_message_bytes, name validation.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "qtest.h"
+#include "tap.h"
+
+#define Q "events"
+
+static void
+test_single(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "push-single");
+	struct queen_push_item it = { 0 };
+	struct queen_push_result r;
+	struct queen_partition_info pi;
+	struct queen_queue_info qi;
+	struct queen_batch *b = NULL;
+	static const char payload[] = "bin\0ary";
+	int64_t off = 0;
+
+	it.queue = Q;
+	it.txid = "order-4711";
+	it.trace_id = "trace-1";
+	it.payload = payload;
+	it.len = sizeof(payload);
+	memset(&r, 0, sizeof(r));
+	is_int(queen_push(q, &it, 1, false, &r), 0, "single: push ok");
+	is_int(r.status, QUEEN_PUSH_QUEUED, "single: status queued");
+	is_int(r.offset, 1, "single: first offset is 1");
+	is_str(r.txid, "order-4711", "single: txid echoed");
+	is_int((int64_t)strlen(r.partition_uuid), QUEEN_ID_LEN,
+	    "single: partition_uuid is 36 chars");
+	is_int(queen_queue_get(q, Q, &qi), 0, "single: queue auto-created");
+	is_str(qi.name, Q, "single: queue name");
+	is_int(queen_partition_get(q, Q, "default", &pi), 0,
+	    "single: NULL partition is 'default'");
+	is_str(pi.uuid, r.partition_uuid, "single: result uuid is the "
+	    "partition's stable id");
+	is_int(pi.tail, 1, "single: tail 1");
+	is_int(pi.head, 1, "single: head 1");
+	is_int(pi.last_push_at, f.now, "single: last_push_at is the clock");
+	is_int(queen_msg_find(q, Q, NULL, "order-4711", &off), 0,
+	    "single: msg_find");
+	is_int(off, 1, "single: msg_find offset");
+	is_int(queen_msg_find(q, Q, NULL, "zzz", &off), -ENOENT,
+	    "single: msg_find of an unknown txid");
+	is_int(queen_msg_read(q, Q, NULL, 1, 10, true, &b), 0,
+	    "single: msg_read");
+	if (b) {
+		is_int((int64_t)b->n, 1, "single: one message read");
+		is_int((int64_t)b->msgs[0].len, (int64_t)sizeof(payload),
+		    "single: payload length (binary with NUL)");
+		ok(memcmp(b->msgs[0].payload, payload, sizeof(payload)) == 0,
+		    "single: payload bytes round-trip");
+		is_str(b->msgs[0].trace_id, "trace-1", "single: trace id");
+		is_int(b->msgs[0].created_at, f.now, "single: created_at");
+		queen_batch_free(b);
+	} else {
+		ok(0, "single: msg_read returned nothing");
+	}
+	is_int(push1(q, Q, NULL, "second", "y"), 2,
+	    "single: offsets are dense (2)");
+	fix_close(&f);
+}
+
+static void
+test_batch(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "push-batch");
+	struct queen_push_item it[4];
+	struct queen_push_result r[4];
+	static const char *const part[4] = { "p1", "p2", "p1", NULL };
+	static const char *const tx[4] = { "a", "b", "c", "d" };
+	int i;
+
+	memset(it, 0, sizeof(it));
+	for (i = 0; i < 4; i++) {
+		it[i].queue = Q;
+		it[i].partition = part[i];
+		it[i].txid = tx[i];
+		it[i].payload = tx[i];
+		it[i].len = 1;
+	}
+	memset(r, 0, sizeof(r));
+	is_int(queen_push(q, it, 4, false, r), 0, "batch: push 4 items");
+	is_int(r[0].offset, 1, "batch: p1 first offset 1");
+	is_int(r[1].offset, 1, "batch: p2 offsets start at 1 too");
+	is_int(r[2].offset, 2, "batch: p1 second offset 2");
+	is_int(r[3].offset, 1, "batch: default partition offset 1");
+	ok(strcmp(r[0].partition_uuid, r[2].partition_uuid) == 0,
+	    "batch: same partition, same uuid");
+	ok(strcmp(r[0].partition_uuid, r[1].partition_uuid) != 0,
+	    "batch: other partition, other uuid");
+	is_int(tail_of(q, Q, "p1"), 2, "batch: p1 tail 2");
+	is_int(tail_of(q, Q, "p2"), 1, "batch: p2 tail 1");
+
+	/* Per-item status: one new, one duplicate. */
+	it[0].txid = "e";
+	it[1].partition = "p1";
+	it[1].txid = "a";
+	memset(r, 0, sizeof(r));
+	is_int(queen_push(q, it, 2, false, r), 0, "batch: mixed push ok");
+	is_int(r[0].status, QUEEN_PUSH_QUEUED, "batch: new item queued");
+	is_int(r[0].offset, 3, "batch: new item offset 3");
+	is_int(r[1].status, QUEEN_PUSH_DUPLICATE, "batch: dup item reported");
+	is_int(r[1].offset, 1, "batch: dup reports the original's offset");
+	is_int(tail_of(q, Q, "p1"), 3, "batch: dup not stored");
+
+	/* The same txid twice in one call: the second is the duplicate. */
+	it[0].txid = "twice";
+	it[1].txid = "twice";
+	memset(r, 0, sizeof(r));
+	is_int(queen_push(q, it, 2, false, r), 0, "batch: twice in one call");
+	is_int(r[0].status, QUEEN_PUSH_QUEUED, "batch: first of two queued");
+	is_int(r[1].status, QUEEN_PUSH_DUPLICATE,
+	    "batch: second of two is a duplicate");
+	is_int(r[1].offset, r[0].offset, "batch: dup points at the first");
+	is_int(tail_of(q, Q, "p1"), 4, "batch: stored once");
+	fix_close(&f);
+}
+
+static int
+is_uuid(const char *s)
+{
+	int i;
+
+	if (strlen(s) != QUEEN_ID_LEN)
+		return 0;
+	for (i = 0; i < QUEEN_ID_LEN; i++) {
+		if (i == 8 || i == 13 || i == 18 || i == 23) {
+			if (s[i] != '-')
+				return 0;
+		} else if (!isxdigit((unsigned char)s[i])) {
+			return 0;
+		}
+	}
+	return 1;
+}
+
+static void
+test_generated_txid(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "push-gen");
+	struct queen_push_item it[2];
+	struct queen_push_result r[2];
+	int64_t off = 0;
+
+	memset(it, 0, sizeof(it));
+	it[0].queue = it[1].queue = Q;
+	it[0].payload = it[1].payload = "p";
+	it[0].len = it[1].len = 1;
+	memset(r, 0, sizeof(r));
+	is_int(queen_push(q, it, 2, false, r), 0, "gen: push without txid");
+	is_int((int64_t)strlen(r[0].txid), QUEEN_ID_LEN,
+	    "gen: generated txid is 36 chars");
+	ok(is_uuid(r[0].txid), "gen: generated txid is a UUID (%s)",
+	    r[0].txid);
+	is_int(r[0].txid[14], '7', "gen: generated txid is UUIDv7");
+	ok(strcmp(r[0].txid, r[1].txid) != 0, "gen: two ids differ");
+	is_int(r[1].status, QUEEN_PUSH_QUEUED, "gen: both queued");
+	is_int(queen_msg_find(q, Q, NULL, r[1].txid, &off), 0,
+	    "gen: stored under the generated id");
+	is_int(off, 2, "gen: second at offset 2");
+
+	it[0].txid = "";
+	is_int(queen_push(q, it, 1, false, r), -EINVAL,
+	    "gen: an empty txid is -EINVAL");
+	fix_close(&f);
+}
+
+static void
+test_dedup(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "push-dedup");
+	struct queen_push_item it[2];
+	struct queen_push_result r[2];
+	struct queen_partition_info pi;
+	int64_t off = 0;
+
+	is_int(push1(q, Q, NULL, "a", "1"), 1, "dedup: push a");
+	is_int(cfgget(q, Q, NULL, "dedup_window"), 3600,
+	    "dedup: default window 3600 s");
+	f.now += 10 * SEC;
+	memset(it, 0, sizeof(it));
+	it[0].queue = Q;
+	it[0].txid = "a";
+	it[0].payload = "2";
+	it[0].len = 1;
+	memset(r, 0, sizeof(r));
+	is_int(queen_push(q, it, 1, false, r), 0, "dedup: repush ok");
+	is_int(r[0].status, QUEEN_PUSH_DUPLICATE, "dedup: reported duplicate");
+	is_str(r[0].txid, "a", "dedup: duplicate result names the txid");
+	is_int(r[0].offset, 1, "dedup: original offset");
+	queen_partition_get(q, Q, "default", &pi);
+	is_int(pi.tail, 1, "dedup: not stored again");
+	is_int(pi.duplicates, 1, "dedup: duplicates counter 1");
+	is_int(queen_push_is_dup(q, Q, NULL, "a"), 0, "dedup: is_dup says yes");
+	is_int(queen_push_is_dup(q, Q, NULL, "b"), -ENOENT,
+	    "dedup: is_dup says no");
+	is_int(queen_push_is_dup(q, "nosuch", NULL, "a"), -ENOENT,
+	    "dedup: is_dup on a missing queue says no");
+
+	/* create_excl: any duplicate fails the call, nothing written. */
+	it[0].txid = "b";
+	it[1] = it[0];
+	it[1].txid = "a";
+	is_int(queen_push(q, it, 2, true, r), -EEXIST,
+	    "dedup: create_excl with a duplicate is -EEXIST");
+	is_int(queen_msg_find(q, Q, NULL, "b", &off), -ENOENT,
+	    "dedup: create_excl wrote nothing (b absent)");
+	is_int(tail_of(q, Q, NULL), 1, "dedup: create_excl tail unchanged");
+	is_int(queen_push(q, it, 1, true, r), 0,
+	    "dedup: create_excl of a new txid succeeds");
+	is_int(r[0].offset, 2, "dedup: create_excl stored b at 2");
+
+	/* Outside the window it is a new message. */
+	is_int(cfg(q, Q, NULL, "dedup_window", "60"), 0, "dedup: window 60");
+	f.now += 61 * SEC;
+	is_int(queen_push_is_dup(q, Q, NULL, "a"), -ENOENT,
+	    "dedup: is_dup no after the window");
+	it[0].txid = "a";
+	is_int(queen_push(q, it, 1, false, r), 0, "dedup: push a again");
+	is_int(r[0].status, QUEEN_PUSH_QUEUED,
+	    "dedup: outside the window it is queued");
+	is_int(r[0].offset, 3, "dedup: stored at 3");
+	queen_partition_get(q, Q, "default", &pi);
+	is_int(pi.duplicates, 1, "dedup: counter still 1");
+
+	/* Dedup is per partition. */
+	is_int(push1(q, Q, "other", "a", "x"), 1,
+	    "dedup: same txid in another partition is new");
+	fix_close(&f);
+
+	q = fix_open(&f, "push-dedup-off");
+	queen_queue_create(q, Q, NULL);
+	is_int(cfg(q, Q, NULL, "dedup_window", "0"), 0, "dedup off: set 0");
+	is_int(push1(q, Q, NULL, "a", "1"), 1, "dedup off: first a at 1");
+	is_int(push1(q, Q, NULL, "a", "2"), 2, "dedup off: second a at 2");
+	is_int(queen_msg_find(q, Q, NULL, "a", &off), 0, "dedup off: find");
+	is_int(off, 2, "dedup off: msg_find gives the newest");
+	queen_partition_get(q, Q, "default", &pi);
+	is_int(pi.duplicates, 0, "dedup off: no duplicates counted");
+	is_int(queen_push_is_dup(q, Q, NULL, "a"), -ENOENT,
+	    "dedup off: is_dup never");
+	fix_close(&f);
+}
+
+static void
+test_delay(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "push-delay");
+	int64_t t0, n = 0;
+
+	queen_queue_create(q, Q, NULL);
+	is_int(cfg(q, Q, NULL, "delay", "10"), 0, "delay: set 10 s");
+	t0 = f.now;
+	push1(q, Q, NULL, "a", "1");
+	is_int(pop_first(q, Q, NULL, NULL, 1, NULL, NULL), -EAGAIN,
+	    "delay: invisible right after the push");
+	is_int(queen_next_due(q, Q, NULL), t0 + 10 * SEC,
+	    "delay: next_due is created_at + delay");
+	f.now = t0 + 9999;
+	is_int(pop_first(q, Q, NULL, NULL, 1, NULL, NULL), -EAGAIN,
+	    "delay: still invisible 1 ms before");
+	f.now = t0 + 5 * SEC;
+	push1(q, Q, NULL, "b", "2");
+	f.now = t0 + 10 * SEC;
+	is_int(pop_first(q, Q, NULL, NULL, 10, &n, NULL), 1,
+	    "delay: visible at created_at + delay");
+	is_int(n, 1, "delay: a batch stops at the first invisible message");
+	f.now = t0 + 15 * SEC + 300 * SEC;
+	is_int(pop_first(q, Q, NULL, NULL, 10, &n, NULL), 1,
+	    "delay: after the lease expires, 1 again");
+	is_int(n, 2, "delay: now both are visible");
+	fix_close(&f);
+}
+
+static void
+test_window_buffer(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "push-window");
+	int64_t t0, n = 0;
+
+	queen_queue_create(q, Q, NULL);
+	is_int(cfg(q, Q, NULL, "window_buffer", "5"), 0, "window: set 5 s");
+	t0 = f.now;
+	push1(q, Q, NULL, "a", "1");
+	f.now = t0 + 3 * SEC;
+	push1(q, Q, NULL, "b", "2");
+	f.now = t0 + 6 * SEC;
+	is_int(pop_first(q, Q, NULL, NULL, 10, NULL, NULL), -EAGAIN,
+	    "window: not served while the newest message is 3 s old");
+	f.now = t0 + 8 * SEC;
+	is_int(pop_first(q, Q, NULL, NULL, 10, &n, NULL), 1,
+	    "window: served once the newest is 5 s old");
+	is_int(n, 2, "window: the whole window is delivered");
+	fix_close(&f);
+}
+
+static void
+test_max_bytes(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "push-max");
+	struct queen_push_item it[2];
+	struct queen_push_result r[2];
+
+	queen_queue_create(q, Q, NULL);
+	is_int(cfg(q, Q, NULL, "max_message_bytes", "10"), 0,
+	    "max: set 10 bytes");
+	is_int(cfgget(q, Q, NULL, "max_message_bytes"), 10, "max: reads 10");
+	is_int(push1(q, Q, NULL, "big", "12345678901"), -EFBIG,
+	    "max: 11 bytes is -EFBIG");
+	is_int(push1(q, Q, NULL, "fit", "1234567890"), 1,
+	    "max: 10 bytes fits");
+	memset(it, 0, sizeof(it));
+	it[0].queue = it[1].queue = Q;
+	it[0].txid = "ok";
+	it[0].payload = "small";
+	it[0].len = 5;
+	it[1].txid = "too";
+	it[1].payload = "12345678901";
+	it[1].len = 11;
+	is_int(queen_push(q, it, 2, false, r), -EFBIG,
+	    "max: a batch with one oversize item is -EFBIG");
+	is_int(tail_of(q, Q, NULL), 1, "max: nothing of that batch written");
+	fix_close(&f);
+}
+
+static int
+queue_count_cb(void *arg, const struct queen_queue_info *qi)
+{
+	(void)qi;
+	(*(int *)arg)++;
+	return 0;
+}
+
+static int
+queue_count(struct queen *q)
+{
+	int n = 0;
+
+	if (queen_queue_list(q, queue_count_cb, &n) < 0)
+		return -1;
+	return n;
+}
+
+static void
+test_names(void)
+{
+	struct fix f;
+	struct queen *q;
+	char n255[256], n256[257];
+
+	memset(n255, 'a', 255);
+	n255[255] = '\0';
+	memset(n256, 'b', 256);
+	n256[256] = '\0';
+	ok(queen_name_valid("a"), "name: one byte");
+	ok(queen_name_valid(n255), "name: 255 bytes");
+	ok(!queen_name_valid(n256), "name: 256 bytes refused");
+	ok(!queen_name_valid(""), "name: empty refused");
+	ok(!queen_name_valid(".hidden"), "name: leading dot refused");
+	ok(queen_name_valid("a.b"), "name: inner dot allowed");
+	ok(queen_name_valid("Az09._:@=+-"), "name: the whole set allowed");
+	ok(queen_name_valid("-x"), "name: leading dash allowed");
+	ok(!queen_name_valid("a/b"), "name: slash refused");
+	ok(!queen_name_valid("a b"), "name: space refused");
+	ok(!queen_name_valid("a\nb"), "name: newline refused");
+	ok(!queen_name_valid("caf\xc3\xa9"), "name: non-ASCII refused");
+	ok(!queen_name_valid("a*"), "name: star refused");
+	ok(!queen_name_valid("."), "name: '.' refused");
+	ok(!queen_name_valid(".."), "name: '..' refused");
+
+	q = fix_open(&f, "push-names");
+	is_int(push1(q, "bad/queue", NULL, "t", "x"), -EINVAL,
+	    "name: push to a bad queue name");
+	is_int(push1(q, ".q", NULL, "t", "x"), -EINVAL,
+	    "name: push to a dot queue");
+	is_int(push1(q, Q, "bad part", "t", "x"), -EINVAL,
+	    "name: push to a bad partition name");
+	is_int(queue_count(q), 0, "name: refused pushes created no queue");
+	is_int(queen_queue_create(q, "bad/q", NULL), -EINVAL,
+	    "name: queue_create refuses a bad name");
+	is_int(queen_queue_create(q, "good", NULL), 0, "name: queue_create");
+	is_int(queen_queue_create(q, "good", NULL), -EEXIST,
+	    "name: queue_create twice is -EEXIST");
+	fix_close(&f);
+}
+
+int
+main(void)
+{
+	plan_lazy();
+	test_single();
+	test_batch();
+	test_generated_txid();
+	test_dedup();
+	test_delay();
+	test_window_buffer();
+	test_max_bytes();
+	test_names();
+	return done_testing();
+}

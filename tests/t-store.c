@@ -1,0 +1,970 @@
+/*
+ * t-store.c - the store as a whole: config (defaults, validation, format,
+ * restart), persistence of every kind of state across a reopen, error
+ * paths (read-only, file-size limit, corrupt and foreign files),
+ * queen_maintain retention and hash purge, stats, KV and timers.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "qtest.h"
+#include "tap.h"
+
+#define Q "store"
+
+static int64_t
+my_clock(void *arg)
+{
+	return ((struct fix *)arg)->now;
+}
+
+/* queen_open on the fixture's file with options of our own. */
+static int
+raw_open(struct fix *f, const char *path, bool read_only,
+    struct queen **out)
+{
+	struct queen_options o = { 0 };
+
+	o.path = path;
+	o.sync = QUEEN_SYNC_OFF;
+	o.read_only = read_only;
+	o.clock = my_clock;
+	o.clock_arg = f;
+	return queen_open(&o, out);
+}
+
+static void
+restart(struct fix *f)
+{
+	queen_close(f->q);
+	f->q = NULL;
+	fix_reopen(f);
+}
+
+static int64_t
+msg_count(struct queen *q, const char *queue)
+{
+	struct queen_stats st;
+
+	memset(&st, 0, sizeof(st));
+	if (queen_stats_get(q, queue, NULL, &st) != 0)
+		return -1;
+	return st.messages;
+}
+
+static int
+timer_count_cb(void *arg, const struct queen_timer_info *ti)
+{
+	(void)ti;
+	(*(int *)arg)++;
+	return 0;
+}
+
+static int
+timers(struct queen *q)
+{
+	int n = 0;
+
+	if (queen_timer_list(q, Q, timer_count_cb, &n) < 0)
+		return -1;
+	return n;
+}
+
+static void
+test_config(void)
+{
+	static const char *const keys[] = { "lease_time", "retry_limit",
+		"dlq", "batch", "wait", "delay", "window_buffer",
+		"dedup_window", "retention", "completed_retention",
+		"max_message_bytes", "expiry_charges_retry", "auto_ack",
+		"timer_delay", "hash_retention" };
+	struct fix f;
+	struct queen *q = fix_open(&f, "store-config");
+	const char *k[2], *v[2];
+	char buf[4096], line[64], small[8];
+	ssize_t len, len2;
+	size_t i;
+
+	is_int(cfgget(q, Q, NULL, "lease_time"), INT64_MIN,
+	    "config: get on a missing queue fails");
+	is_int(cfg(q, Q, NULL, "lease_time", "60"), -ENOENT,
+	    "config: set on a missing queue is -ENOENT");
+	queen_queue_create(q, Q, NULL);
+	is_int(cfgget(q, Q, NULL, "lease_time"), 300, "config: lease_time 300");
+	is_int(cfgget(q, Q, NULL, "retry_limit"), 3, "config: retry_limit 3");
+	is_int(cfgget(q, Q, NULL, "dlq"), 1, "config: dlq on");
+	is_int(cfgget(q, Q, NULL, "batch"), 1, "config: batch 1");
+	is_int(cfgget(q, Q, NULL, "wait"), 30, "config: wait 30");
+	is_int(cfgget(q, Q, NULL, "delay"), 0, "config: delay 0");
+	is_int(cfgget(q, Q, NULL, "window_buffer"), 0,
+	    "config: window_buffer 0");
+	is_int(cfgget(q, Q, NULL, "dedup_window"), 3600,
+	    "config: dedup_window 3600");
+	is_int(cfgget(q, Q, NULL, "retention"), 0, "config: retention 0");
+	is_int(cfgget(q, Q, NULL, "completed_retention"), 0,
+	    "config: completed_retention 0");
+	is_int(cfgget(q, Q, NULL, "expiry_charges_retry"), 0,
+	    "config: expiry_charges_retry off");
+	is_int(cfgget(q, Q, NULL, "auto_ack"), 0, "config: auto_ack off");
+	{
+		int64_t v64 = 0;
+
+		is_int(queen_config_get(q, Q, NULL, "bogus", &v64), -EINVAL,
+		    "config: get of an unknown key is -EINVAL");
+	}
+
+	len = queen_config_format(q, Q, NULL, buf, sizeof(buf));
+	ok(len > 0 && (size_t)len < sizeof(buf), "config: format");
+	is_int((int64_t)strlen(buf), len, "config: format length");
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		snprintf(line, sizeof(line), "%s = ", keys[i]);
+		ok(strncmp(buf, line, strlen(line)) == 0 ||
+		    strstr(buf, line) != NULL, "config: format lists %s",
+		    keys[i]);
+	}
+	ok(strstr(buf, "lease_time = 300\n") != NULL,
+	    "config: format 'lease_time = 300'");
+	ok(strstr(buf, "dlq = on\n") != NULL, "config: format 'dlq = on'");
+	len2 = queen_config_format(q, Q, NULL, small, sizeof(small));
+	is_int(len2, len, "config: a short buffer gets the needed length");
+	is_int((int64_t)strlen(small), (int64_t)sizeof(small) - 1,
+	    "config: a short buffer is NUL-terminated");
+
+	k[0] = "lease_time";
+	v[0] = "60";
+	k[1] = "retry_limit";
+	v[1] = "5";
+	is_int(queen_config_set(q, Q, NULL, k, v, 2), 0, "config: set two");
+	is_int(cfgget(q, Q, NULL, "lease_time"), 60, "config: lease_time 60");
+	is_int(cfgget(q, Q, NULL, "retry_limit"), 5, "config: retry_limit 5");
+	is_int(cfgget(q, Q, NULL, "batch"), 1, "config: others unchanged");
+
+	v[0] = "61";
+	k[1] = "bogus";
+	v[1] = "1";
+	is_int(queen_config_set(q, Q, NULL, k, v, 2), -EINVAL,
+	    "config: an unknown key is -EINVAL");
+	ok(strstr(queen_errmsg(q), "bogus") != NULL,
+	    "config: errmsg names the key (%s)", queen_errmsg(q));
+	is_int(cfgget(q, Q, NULL, "lease_time"), 60,
+	    "config: valid key in the failed call not applied");
+	k[1] = "retry_limit";
+	v[1] = "abc";
+	is_int(queen_config_set(q, Q, NULL, k, v, 2), -EINVAL,
+	    "config: a bad value is -EINVAL");
+	is_int(cfgget(q, Q, NULL, "lease_time"), 60,
+	    "config: bad value: the other key not applied");
+	is_int(cfg(q, Q, NULL, "dlq", "maybe"), -EINVAL,
+	    "config: a bad boolean is -EINVAL");
+	is_int(cfg(q, Q, NULL, "lease_time", "-5"), -EINVAL,
+	    "config: a negative lease_time is -EINVAL");
+	is_int(cfg(q, Q, NULL, "batch", ""), -EINVAL,
+	    "config: an empty value is -EINVAL");
+	is_int(cfg(q, Q, NULL, "dlq", "off"), 0, "config: dlq off");
+	is_int(cfgget(q, Q, NULL, "dlq"), 0, "config: dlq reads 0");
+	is_int(cfg(q, Q, NULL, "expiry_charges_retry", "on"), 0,
+	    "config: expiry_charges_retry on");
+	is_int(cfg(q, Q, NULL, "dedup_window", "0"), 0, "config: dedup 0");
+	is_int(cfg(q, Q, NULL, "hash_retention", "120"), 0,
+	    "config: hash_retention");
+	is_int(cfg(q, Q, NULL, "timer_delay", "9"), 0, "config: timer_delay");
+	is_int(cfg(q, Q, "g", "batch", "4"), 0, "config: group batch");
+
+	restart(&f);
+	q = f.q;
+	is_int(cfgget(q, Q, NULL, "lease_time"), 60,
+	    "config: lease_time survives a restart");
+	is_int(cfgget(q, Q, NULL, "retry_limit"), 5,
+	    "config: retry_limit survives");
+	is_int(cfgget(q, Q, NULL, "dlq"), 0, "config: dlq off survives");
+	is_int(cfgget(q, Q, NULL, "expiry_charges_retry"), 1,
+	    "config: expiry_charges_retry survives");
+	is_int(cfgget(q, Q, NULL, "dedup_window"), 0,
+	    "config: dedup_window 0 survives");
+	is_int(cfgget(q, Q, NULL, "hash_retention"), 120,
+	    "config: hash_retention survives");
+	is_int(cfgget(q, Q, NULL, "timer_delay"), 9,
+	    "config: timer_delay survives");
+	is_int(cfgget(q, Q, "g", "batch"), 4, "config: group batch survives");
+	len = queen_config_format(q, Q, NULL, buf, sizeof(buf));
+	ok(len > 0 && strstr(buf, "dlq = off\n") != NULL,
+	    "config: format 'dlq = off' after restart");
+	fix_close(&f);
+}
+
+static void
+test_persistence(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "store-persist");
+	struct queen_batch *b = NULL;
+	struct queen_ack_result r;
+	struct queen_lease_info li;
+	struct queen_kv_value *kv = NULL;
+	struct queen_push_result pr;
+	struct queen_push_item it = { 0 };
+	struct dlq_find d;
+	char lease[QUEEN_ID_LEN + 1] = "";
+	int64_t expires = 0;
+
+	pushn(q, Q, NULL, "m", 5);
+	push1(q, Q, "p2", "x1", "x");
+	cfg(q, Q, NULL, "lease_time", "120");
+	if (pop1(q, Q, NULL, NULL, 3, &b) == 0) {
+		snprintf(lease, sizeof(lease), "%s", b->lease_id);
+		expires = b->lease_expires_at;
+		ack1(q, Q, NULL, NULL, "m1", "completed", b->lease_id, &r);
+		queen_batch_free(b);
+	}
+	queen_group_ensure(q, Q, "g");
+	ack1(q, Q, NULL, "g", "m2", "dlq", NULL, &r);
+	ok(r.dlq, "persist: lease-less dlq for group g");
+	is_int(queen_kv_put(q, "ns", "k", "val", 3, 0, false), 0,
+	    "persist: kv put");
+	is_int(queen_timer_schedule(q, Q, "t", NULL, f.now + 60 * SEC, "tick",
+	    4), 0, "persist: timer scheduled");
+
+	restart(&f);
+	q = f.q;
+	is_int(queen_queue_get(q, Q, &(struct queen_queue_info){ 0 }), 0,
+	    "persist: queue");
+	is_int(tail_of(q, Q, NULL), 5, "persist: default tail 5");
+	is_int(tail_of(q, Q, "p2"), 1, "persist: p2 tail 1");
+	is_int(committed(q, Q, NULL, NULL), 1, "persist: queue-mode cursor");
+	is_int(committed(q, Q, "g", NULL), 2, "persist: group cursor");
+	is_int(queen_lease_get(q, lease, &li), 0, "persist: lease is live");
+	is_int(li.last, 3, "persist: lease span end");
+	is_int(li.committed, 1, "persist: lease's committed");
+	is_int(li.expires_at, expires, "persist: lease expiry");
+	is_int(pop_first(q, Q, "default", NULL, 1, NULL, NULL), -EAGAIN,
+	    "persist: the lease still blocks the partition");
+	is_int(dlq_count(q, Q, "g", &d), 1, "persist: DLQ entry");
+	is_str(d.txid, "m2", "persist: DLQ txid");
+	is_int(queen_kv_get(q, "ns", "k", &kv), 0, "persist: kv");
+	if (kv) {
+		ok(kv->len == 3 && memcmp(kv->data, "val", 3) == 0,
+		    "persist: kv value");
+		free(kv);
+	}
+	is_int(timers(q), 1, "persist: timer pending");
+	is_int(cfgget(q, Q, NULL, "lease_time"), 120, "persist: config");
+	it.queue = Q;
+	it.txid = "m3";
+	it.payload = "again";
+	it.len = 5;
+	queen_push(q, &it, 1, false, &pr);
+	is_int(pr.status, QUEEN_PUSH_DUPLICATE, "persist: dedup state");
+	f.now = expires + 1;
+	is_int(pop_first(q, Q, "default", NULL, 1, NULL, NULL), 2,
+	    "persist: after expiry the span redelivers from 2");
+	fix_close(&f);
+}
+
+static void
+test_read_only(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "store-ro");
+	struct queen *ro = NULL;
+	struct queen_ack_result r;
+	char dbdir[300];
+	int rc;
+
+	pushn(q, Q, NULL, "m", 2);
+	queen_close(q);
+	f.q = NULL;
+	rc = raw_open(&f, f.path, true, &ro);
+	is_int(rc, 0, "ro: open read_only");
+	if (rc == 0) {
+		is_int(tail_of(ro, Q, NULL), 2, "ro: reads work");
+		is_int(push1(ro, Q, NULL, "m3", "x"), -EROFS,
+		    "ro: push is -EROFS");
+		is_int(cfg(ro, Q, NULL, "batch", "2"), -EROFS,
+		    "ro: config set is -EROFS");
+		is_int(queen_kv_put(ro, "ns", "k", "v", 1, 0, false), -EROFS,
+		    "ro: kv put is -EROFS");
+		rc = ack1(ro, Q, NULL, NULL, "m1", "completed", NULL, &r);
+		ok(rc == -EROFS || (!r.success && r.err != 0),
+		    "ro: ack does not land (rc %d, err %d)", rc, r.err);
+		queen_close(ro);
+	}
+	fix_reopen(&f);
+	is_int(tail_of(f.q, Q, NULL), 2, "ro: store unchanged");
+	is_int(committed(f.q, Q, NULL, NULL) <= 0 ? 0 : 1, 0,
+	    "ro: no cursor moved");
+	is_int(cfgget(f.q, Q, NULL, "batch"), 1, "ro: config unchanged");
+
+	queen_close(f.q);
+	f.q = NULL;
+	if (geteuid() == 0) {
+		skip(2, "running as root: file modes do not bind");
+	} else {
+		snprintf(dbdir, sizeof(dbdir), "%s", f.dir);
+		chmod(f.path, 0444);
+		chmod(dbdir, 0555);
+		rc = raw_open(&f, f.path, false, &ro);
+		if (rc == 0) {
+			ok(1, "ro: chmod 0444: opened");
+			is_int(push1(ro, Q, NULL, "m3", "x"), -EROFS,
+			    "ro: chmod 0444: push is -EROFS");
+			queen_close(ro);
+		} else {
+			ok(rc == -EROFS || rc == -EACCES || rc == -EIO,
+			    "ro: chmod 0444: open fails cleanly (%d)", rc);
+			ok(ro == NULL, "ro: chmod 0444: *out NULL");
+		}
+		chmod(dbdir, 0755);
+		chmod(f.path, 0644);
+	}
+	fix_reopen(&f);
+	is_int(tail_of(f.q, Q, NULL), 2, "ro: still unchanged");
+	fix_close(&f);
+}
+
+static void
+test_size_limit(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "store-full");
+	struct rlimit old, lim;
+	struct stat st;
+	char wal[320];
+	static char big[1 << 20];
+	int64_t rc;
+	off_t sz = 0;
+
+	pushn(q, Q, NULL, "m", 3);
+	is_int(cfg(q, Q, NULL, "max_message_bytes", "16777216"), 0,
+	    "full: max_message_bytes 16 MiB (so the limit is the disk's)");
+	memset(big, 'z', sizeof(big) - 1);
+	if (stat(f.path, &st) == 0)
+		sz = st.st_size;
+	snprintf(wal, sizeof(wal), "%s-wal", f.path);
+	if (stat(wal, &st) == 0 && st.st_size > sz)
+		sz = st.st_size;
+	getrlimit(RLIMIT_FSIZE, &old);
+	signal(SIGXFSZ, SIG_IGN);
+	lim = old;
+	lim.rlim_cur = (rlim_t)sz + 16384;
+	setrlimit(RLIMIT_FSIZE, &lim);
+	rc = push1(q, Q, NULL, "huge", big);
+	setrlimit(RLIMIT_FSIZE, &old);
+	ok(rc == -ENOSPC || rc == -EFBIG || rc == -EIO,
+	    "full: a push over the file-size limit fails (%lld)",
+	    (long long)rc);
+	if (rc == -EIO) {
+		char why[200] = "";
+
+		ok(queen_failed(q, why, sizeof(why)),
+		    "full: after an I/O error the handle is failed (%s)", why);
+		is_int(push1(q, Q, NULL, "m4", "x"), -EIO,
+		    "full: ... and refuses later writes with -EIO");
+	}
+	restart(&f);
+	ok(!queen_failed(f.q, NULL, 0), "full: a reopened handle is healthy");
+	is_int(msg_count(f.q, Q), 3, "full: after reopen, 3 messages");
+	is_int(tail_of(f.q, Q, NULL), 3, "full: tail still 3");
+	is_int(push1(f.q, Q, NULL, "m4", "x"), 4,
+	    "full: the store works again without the limit");
+	fix_close(&f);
+}
+
+static int
+write_file(const char *path, const void *data, size_t len, off_t at,
+    bool trunc)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | (trunc ? O_TRUNC : 0), 0644);
+	ssize_t w;
+
+	if (fd < 0)
+		return -1;
+	w = pwrite(fd, data, len, at);
+	close(fd);
+	return w == (ssize_t)len ? 0 : -1;
+}
+
+static void
+test_corrupt(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "store-corrupt");
+	struct queen *c = NULL;
+	struct stat st;
+	char garbage[200], text[] = "this is not a database, just text\n";
+	char path[320];
+	int rc;
+
+	pushn(q, Q, NULL, "m", 200);
+	queen_close(q);
+	f.q = NULL;
+
+	memset(garbage, 0xAB, sizeof(garbage));
+	ok(write_file(f.path, garbage, sizeof(garbage), 0, false) == 0,
+	    "corrupt: garbage written over the header");
+	c = (struct queen *)1;
+	rc = raw_open(&f, f.path, false, &c);
+	is_int(rc, -EIO, "corrupt: garbage header: open is -EIO");
+	ok(c == NULL, "corrupt: *out NULL");
+	if (rc == 0)
+		queen_close(c);
+
+	/* A fresh valid store, then truncated to an odd size. */
+	snprintf(path, sizeof(path), "%s/t.db", f.dir);
+	rc = raw_open(&f, path, false, &c);
+	if (rc == 0) {
+		pushn(c, Q, NULL, "m", 200);
+		queen_close(c);
+	}
+	stat(path, &st);
+	diag("truncating %lld bytes to %lld", (long long)st.st_size,
+	    (long long)(st.st_size / 2 + 7));
+	ok(truncate(path, st.st_size / 2 + 7) == 0, "corrupt: truncated");
+	c = NULL;
+	rc = raw_open(&f, path, false, &c);
+	is_int(rc, -EIO, "corrupt: truncated file: open is -EIO");
+	if (rc == 0)
+		queen_close(c);
+
+	snprintf(path, sizeof(path), "%s/text.db", f.dir);
+	write_file(path, text, sizeof(text) - 1, 0, true);
+	rc = raw_open(&f, path, false, &c);
+	is_int(rc, -EIO, "corrupt: a text file: open is -EIO");
+	if (rc == 0)
+		queen_close(c);
+
+	snprintf(path, sizeof(path), "%s/big-text.db", f.dir);
+	{
+		char page[8192];
+		size_t i;
+
+		for (i = 0; i < sizeof(page); i++)
+			page[i] = "lorem ipsum dolor sit amet\n"[i % 27];
+		write_file(path, page, sizeof(page), 0, true);
+	}
+	rc = raw_open(&f, path, false, &c);
+	is_int(rc, -EIO, "corrupt: a large text file: open is -EIO");
+	if (rc == 0)
+		queen_close(c);
+
+	rc = raw_open(&f, NULL, false, &c);
+	is_int(rc, -EINVAL, "open: a NULL path is -EINVAL");
+	snprintf(path, sizeof(path), "%s/no/such/dir/q.db", f.dir);
+	rc = raw_open(&f, path, false, &c);
+	ok(rc < 0, "open: a path in a missing dir fails (%d)", rc);
+	fix_close(&f);
+}
+
+static void
+test_retention(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "store-retention");
+	struct queen_partition_info pi;
+	struct queen_batch *b = NULL;
+	int64_t t0 = f.now;
+
+	push1(q, Q, NULL, "m1", "x");
+	f.now = t0 + 30 * SEC;
+	push1(q, Q, NULL, "m2", "x");
+	is_int(cfg(q, Q, NULL, "retention", "60"), 0, "retention: 60 s");
+	f.now = t0 + 59 * SEC;
+	ok(maintain_all(q) >= 0, "retention: maintain at 59 s");
+	is_int(msg_count(q, Q), 2, "retention: nothing old enough yet");
+	f.now = t0 + 61 * SEC;
+	ok(maintain_all(q) > 0, "retention: maintain changed rows");
+	is_int(msg_count(q, Q), 1, "retention: m1 deleted, unconsumed or not");
+	queen_partition_get(q, Q, "default", &pi);
+	is_int(pi.head, 2, "retention: head 2");
+	is_int(pi.tail, 2, "retention: tail 2");
+	if (queen_msg_read(q, Q, NULL, 1, 10, false, &b) == 0 && b) {
+		is_int(b->msgs[0].offset, 2, "retention: read skips purged");
+		queen_batch_free(b);
+	} else {
+		ok(0, "retention: msg_read");
+	}
+	is_int(pop_first(q, Q, NULL, NULL, 5, NULL, NULL), 2,
+	    "retention: pop skips to the head");
+	f.now = t0 + 91 * SEC;
+	maintain_all(q);
+	queen_partition_get(q, Q, "default", &pi);
+	is_int(pi.head, 3, "retention: empty partition has head = tail+1");
+	is_int(push1(q, Q, NULL, "m3", "x"), 3,
+	    "retention: offsets never reuse");
+	fix_close(&f);
+}
+
+static void
+test_completed_retention(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "store-cret");
+	struct queen_ack_result r;
+
+	pushn(q, Q, NULL, "m", 3);
+	is_int(cfg(q, Q, NULL, "completed_retention", "10"), 0,
+	    "cret: completed_retention 10");
+	queen_group_ensure(q, Q, "g1");
+	queen_group_ensure(q, Q, "g2");
+	ack1(q, Q, NULL, NULL, "m2", "completed", NULL, &r);
+	ack1(q, Q, NULL, "g1", "m2", "completed", NULL, &r);
+	ack1(q, Q, NULL, "g2", "m1", "completed", NULL, &r);
+	f.now += 11 * SEC;
+	ok(maintain_all(q) > 0, "cret: maintain changed rows");
+	is_int(msg_count(q, Q), 2,
+	    "cret: only m1 (passed by every group) deleted");
+	is_int(pop_first(q, Q, NULL, "g2", 1, NULL, NULL), 2,
+	    "cret: g2 still gets m2");
+	fix_close(&f);
+}
+
+/* Nothing that some group has not passed is "completed". */
+static void
+test_completed_retention_unconsumed(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "store-cret-none");
+	struct queen_ack_result r;
+
+	pushn(q, Q, NULL, "m", 3);
+	is_int(cfg(q, Q, NULL, "completed_retention", "10"), 0,
+	    "cret none: completed_retention 10");
+	f.now += 11 * SEC;
+	maintain_all(q);
+	is_int(msg_count(q, Q), 3,
+	    "cret none: messages no group consumed are kept");
+	is_int(pop_first(q, Q, NULL, NULL, 1, NULL, NULL), 1,
+	    "cret none: the queue-mode consumer still gets m1");
+	fix_close(&f);
+
+	q = fix_open(&f, "store-cret-idle");
+	pushn(q, Q, NULL, "m", 3);
+	cfg(q, Q, NULL, "completed_retention", "10");
+	is_int(queen_group_ensure(q, Q, "idle"), 0,
+	    "cret idle: a group that never popped");
+	ack1(q, Q, NULL, NULL, "m3", "completed", NULL, &r);
+	f.now += 11 * SEC;
+	maintain_all(q);
+	is_int(msg_count(q, Q), 3,
+	    "cret idle: kept while an existing group has not passed them");
+	is_int(pop_first(q, Q, NULL, "idle", 1, NULL, NULL), 1,
+	    "cret idle: the idle group still gets m1");
+	fix_close(&f);
+}
+
+static void
+test_hash_purge(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "store-hash");
+	struct queen_partition_info pi;
+	struct queen_ack_result r;
+	int64_t off = 0;
+
+	push1(q, Q, NULL, "m1", "x");
+	cfg(q, Q, NULL, "hash_retention", "60");
+	f.now += 61 * SEC;
+	push1(q, Q, NULL, "m2", "x");
+	queen_partition_get(q, Q, "default", &pi);
+	is_int(pi.txns_start, 1, "hash: txns_start 1 before maintain");
+	ok(maintain_all(q) > 0, "hash: maintain purged rows");
+	queen_partition_get(q, Q, "default", &pi);
+	is_int(pi.txns_start, 2, "hash: txns_start raised to 2");
+	is_int(msg_count(q, Q), 2, "hash: messages are not deleted");
+	ack1(q, Q, NULL, NULL, "m1", "completed", NULL, &r);
+	is_int(r.err, -ENOENT, "hash: purged txid is unresolvable");
+	is_int(queen_msg_find(q, Q, NULL, "m2", &off), 0, "hash: m2 found");
+	restart(&f);
+	queen_partition_get(f.q, Q, "default", &pi);
+	is_int(pi.txns_start, 2, "hash: txns_start survives a restart");
+	fix_close(&f);
+}
+
+static void
+test_stats(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "store-stats");
+	struct queen_batch *b = NULL;
+	struct queen_ack_result r;
+	struct queen_stats st;
+
+	pushn(q, Q, "p1", "a", 5);
+	pushn(q, Q, "p2", "b", 2);
+	push1(q, Q, "p1", "a1", "dup");
+	pop1(q, Q, "p1", NULL, 2, &b);
+	memset(&st, 0, sizeof(st));
+	is_int(queen_stats_get(q, Q, NULL, &st), 0, "stats: get");
+	is_int(st.partitions, 2, "stats: partitions 2");
+	is_int(st.messages, 7, "stats: messages 7");
+	is_int(st.pushed, 7, "stats: pushed 7");
+	is_int(st.depth, 7, "stats: depth 7 (nothing acked)");
+	is_int(st.leases, 1, "stats: one live lease");
+	is_int(st.leased_msgs, 2, "stats: two leased messages");
+	is_int(st.dlq, 0, "stats: dlq 0");
+	is_int(st.duplicates, 1, "stats: duplicates 1");
+	is_int(st.oldest_waiting, f.now, "stats: oldest waiting");
+	if (b) {
+		ack1(q, Q, "p1", NULL, "a2", "completed", b->lease_id, &r);
+		queen_batch_free(b);
+	}
+	ack1(q, Q, "p2", NULL, "b1", "dlq", NULL, &r);
+	queen_stats_get(q, Q, NULL, &st);
+	is_int(st.depth, 4, "stats: depth 4 after acks");
+	is_int(st.leases, 0, "stats: no leases");
+	is_int(st.dlq, 1, "stats: dlq 1");
+	is_int(st.messages, 7, "stats: messages retained 7");
+	queen_stats_get(q, Q, "other", &st);
+	is_int(st.depth, 7, "stats: another group's depth is 7");
+	is_int(st.dlq, 0, "stats: another group's dlq is 0");
+	is_int(queen_stats_get(q, "nosuch", NULL, &st), -ENOENT,
+	    "stats: missing queue");
+	fix_close(&f);
+}
+
+static int
+kv_count_cb(void *arg, const char *key, const struct queen_kv_value *v)
+{
+	(void)key;
+	(void)v;
+	(*(int *)arg)++;
+	return 0;
+}
+
+static void
+test_kv(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "store-kv");
+	struct queen_kv_value *v = NULL;
+	int64_t t0 = f.now;
+	int n = 0;
+
+	is_int(queen_kv_get(q, "ns", "k", &v), -ENOENT, "kv: missing");
+	is_int(queen_kv_put(q, "ns", "k", "v1", 2, 0, false), 0, "kv: put");
+	if (queen_kv_get(q, "ns", "k", &v) == 0 && v) {
+		ok(v->len == 2 && memcmp(v->data, "v1", 2) == 0, "kv: get v1");
+		is_int(v->version, 1, "kv: version 1");
+		is_int(v->expires_at, 0, "kv: no expiry");
+		is_int(v->updated_at, t0, "kv: updated_at");
+		free(v);
+		v = NULL;
+	} else {
+		ok(0, "kv: get");
+	}
+	f.now += SEC;
+	queen_kv_put(q, "ns", "k", "v22", 3, 0, false);
+	if (queen_kv_get(q, "ns", "k", &v) == 0 && v) {
+		ok(v->len == 3 && memcmp(v->data, "v22", 3) == 0,
+		    "kv: overwrite");
+		is_int(v->version, 2, "kv: version 2");
+		free(v);
+		v = NULL;
+	}
+	is_int(queen_kv_put(q, "ns", "k", "zz", 2, 0, true), -EEXIST,
+	    "kv: if_absent on a live key is -EEXIST");
+	if (queen_kv_get(q, "ns", "k", &v) == 0 && v) {
+		ok(v->len == 3 && memcmp(v->data, "v22", 3) == 0,
+		    "kv: if_absent left the value");
+		free(v);
+		v = NULL;
+	}
+	is_int(queen_kv_put(q, "ns", "k2", "a", 1, 0, true), 0,
+	    "kv: if_absent on a new key");
+	queen_kv_list(q, "ns", kv_count_cb, &n);
+	is_int(n, 2, "kv: list 2 keys");
+	is_int(queen_kv_delete(q, "ns", "k"), 0, "kv: delete");
+	is_int(queen_kv_get(q, "ns", "k", &v), -ENOENT, "kv: deleted");
+	is_int(queen_kv_delete(q, "ns", "k"), -ENOENT, "kv: delete twice");
+
+	t0 = f.now;
+	is_int(queen_kv_put(q, "ns", "t", "x", 1, 1000, false), 0,
+	    "kv: put with ttl 1 s");
+	if (queen_kv_get(q, "ns", "t", &v) == 0 && v) {
+		is_int(v->expires_at, t0 + 1000, "kv: expires_at");
+		free(v);
+		v = NULL;
+	}
+	f.now = t0 + 999;
+	is_int(queen_kv_get(q, "ns", "t", &v), 0, "kv: live before ttl");
+	free(v);
+	v = NULL;
+	f.now = t0 + 1001;
+	is_int(queen_kv_get(q, "ns", "t", &v), -ENOENT, "kv: expired by clock");
+	n = 0;
+	queen_kv_list(q, "ns", kv_count_cb, &n);
+	is_int(n, 1, "kv: list hides the expired key");
+	is_int(queen_kv_put(q, "ns", "t", "y", 1, 0, true), 0,
+	    "kv: if_absent succeeds over an expired key");
+	is_int(queen_kv_set_ttl(q, "ns", "t", 5000), 0, "kv: set_ttl");
+	if (queen_kv_get(q, "ns", "t", &v) == 0 && v) {
+		is_int(v->expires_at, f.now + 5000, "kv: set_ttl expiry");
+		free(v);
+		v = NULL;
+	}
+	is_int(queen_kv_set_ttl(q, "ns", "t", 0), 0, "kv: set_ttl 0");
+	f.now += 10 * SEC;
+	is_int(queen_kv_get(q, "ns", "t", &v), 0, "kv: ttl 0 never expires");
+	free(v);
+	v = NULL;
+	is_int(queen_kv_put(q, "bad/ns", "k", "v", 1, 0, false), -EINVAL,
+	    "kv: a bad namespace is -EINVAL");
+	is_int(queen_kv_put(q, "ns", ".k", "v", 1, 0, false), -EINVAL,
+	    "kv: a bad key is -EINVAL");
+	is_int(queen_kv_set_ttl(q, "ns", "nope", 5), -ENOENT,
+	    "kv: set_ttl on a missing key");
+	queen_kv_put(q, "ns", "e", "x", 1, 10, false);
+	f.now += 20;
+	ok(maintain_all(q) >= 1, "kv: maintain removes expired keys");
+	restart(&f);
+	q = f.q;
+	is_int(queen_kv_get(q, "ns", "k2", &v), 0, "kv: survives restart");
+	free(v);
+	v = NULL;
+	is_int(queen_kv_get(q, "ns", "e", &v), -ENOENT,
+	    "kv: expired key stays gone");
+	fix_close(&f);
+}
+
+static void
+test_timers(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "store-timers");
+	struct queen_timer_info *ti = NULL;
+	struct queen_batch *b = NULL;
+	int64_t t0 = f.now;
+
+	queen_queue_create(q, Q, NULL);
+	is_int(queen_timer_schedule(q, Q, "t1", NULL, t0 + 10 * SEC, "tick",
+	    4), 0, "timer: schedule");
+	is_int(timers(q), 1, "timer: listed");
+	if (queen_timer_get(q, Q, "t1", true, &ti) == 0 && ti) {
+		is_int(ti->due_at, t0 + 10 * SEC, "timer: due_at");
+		is_str(ti->partition, "default", "timer: partition default");
+		ok(ti->len == 4 && memcmp(ti->payload, "tick", 4) == 0,
+		    "timer: payload");
+		free(ti);
+		ti = NULL;
+	} else {
+		ok(0, "timer: get");
+	}
+	f.now = t0 + 5 * SEC;
+	maintain_all(q);
+	ok(tail_of(q, Q, NULL) <= 0, "timer: not fired before due");
+	f.now = t0 + 10 * SEC;
+	ok(maintain_all(q) > 0, "timer: maintain fired it");
+	is_int(tail_of(q, Q, NULL), 1, "timer: payload pushed once");
+	maintain_all(q);
+	is_int(tail_of(q, Q, NULL), 1, "timer: not again");
+	is_int(timers(q), 0, "timer: gone after firing");
+	is_int(queen_timer_get(q, Q, "t1", false, &ti), -ENOENT,
+	    "timer: get after firing is -ENOENT");
+	if (queen_msg_read(q, Q, NULL, 1, 5, true, &b) == 0 && b) {
+		ok(b->msgs[0].len == 4 &&
+		    memcmp(b->msgs[0].payload, "tick", 4) == 0,
+		    "timer: the message carries the payload");
+		queen_batch_free(b);
+		b = NULL;
+	}
+
+	/* Across restarts. */
+	queen_timer_schedule(q, Q, "t2", "px", f.now + 100 * SEC, "two", 3);
+	restart(&f);
+	q = f.q;
+	is_int(timers(q), 1, "timer: pending survives a restart");
+	f.now += 100 * SEC;
+	maintain_all(q);
+	is_int(tail_of(q, Q, "px"), 1, "timer: fired into partition px");
+	restart(&f);
+	q = f.q;
+	maintain_all(q);
+	is_int(tail_of(q, Q, "px"), 1, "timer: exactly once across restart");
+	is_int(timers(q), 0, "timer: none pending");
+
+	/* Cancel and upsert. */
+	queen_timer_schedule(q, Q, "t3", NULL, f.now + SEC, "c", 1);
+	is_int(queen_timer_cancel(q, Q, "t3"), 0, "timer: cancel");
+	is_int(queen_timer_cancel(q, Q, "t3"), -ENOENT,
+	    "timer: cancel twice is -ENOENT");
+	queen_timer_schedule(q, Q, "t4", "up", f.now + SEC, "old", 3);
+	queen_timer_schedule(q, Q, "t4", "up", f.now + 2 * SEC, "new", 3);
+	is_int(timers(q), 1, "timer: schedule upserts");
+	f.now += 3 * SEC;
+	maintain_all(q);
+	is_int(tail_of(q, Q, NULL), 1, "timer: the cancelled one never fired");
+	is_int(tail_of(q, Q, "up"), 1, "timer: upserted fires once");
+	if (queen_msg_read(q, Q, "up", 1, 5, true, &b) == 0 && b) {
+		ok(b->msgs[0].len == 3 &&
+		    memcmp(b->msgs[0].payload, "new", 3) == 0,
+		    "timer: with the latest payload");
+		queen_batch_free(b);
+		b = NULL;
+	}
+
+	is_int(queen_timer_schedule(q, Q, "bad/key", NULL, f.now + SEC, "x",
+	    1), -EINVAL, "timer: a bad key is -EINVAL");
+	is_int(queen_timer_schedule(q, Q, "k", "bad part", f.now + SEC, "x",
+	    1), -EINVAL, "timer: a bad partition is -EINVAL");
+	{
+		int rc = queen_timer_schedule(q, "nosuch", "k", NULL,
+		    f.now + SEC, "x", 1), n = 0;
+
+		if (rc == 0)
+			queen_timer_list(q, "nosuch", timer_count_cb, &n);
+		ok(rc == -ENOENT || (rc == 0 && n == 1),
+		    "timer: a missing queue is -ENOENT or is created with "
+		    "the timer (rc %d, timers %d)", rc, n);
+	}
+
+	/* due_at 0 uses timer_delay. */
+	cfg(q, Q, NULL, "timer_delay", "30");
+	queen_timer_schedule(q, Q, "t5", NULL, 0, "d", 1);
+	if (queen_timer_get(q, Q, "t5", false, &ti) == 0 && ti) {
+		is_int(ti->due_at, f.now + 30 * SEC,
+		    "timer: due_at 0 is now + timer_delay");
+		free(ti);
+		ti = NULL;
+	} else {
+		ok(0, "timer: get t5");
+	}
+	fix_close(&f);
+}
+
+/* A timer that cannot be pushed must not wedge all housekeeping. */
+static void
+test_poison_timer(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "store-poison");
+	int64_t t0 = f.now;
+	ssize_t rc;
+
+	queen_queue_create(q, Q, NULL);
+	queen_timer_schedule(q, Q, "big", NULL, t0 + SEC, "0123456789abcdef",
+	    16);
+	cfg(q, Q, NULL, "max_message_bytes", "10");
+	is_int(queen_timer_schedule(q, Q, "big2", NULL, t0 + SEC,
+	    "0123456789abcdef", 16), -EFBIG,
+	    "poison: scheduling an oversize payload is -EFBIG");
+	push1(q, "old", NULL, "m1", "x");
+	cfg(q, "old", NULL, "retention", "60");
+	f.now = t0 + 61 * SEC;
+	rc = maintain_all(q);
+	ok(rc >= 0, "poison: maintain does not fail on an unpushable timer "
+	    "(%zd)", rc);
+	rc = maintain_all(q);
+	ok(rc >= 0, "poison: ... nor on the next call (%zd)", rc);
+	is_int(msg_count(q, "old"), 0,
+	    "poison: retention still runs in another queue");
+	is_int(timers(q), 0, "poison: the unpushable timer was dropped");
+	fix_close(&f);
+}
+
+static void
+test_group_commit(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "store-batch");
+
+	push1(q, Q, NULL, "m1", "x");
+	is_int(queen_batch_begin(q), 0, "batch: begin");
+	is_int(push1(q, Q, NULL, "m2", "x"), 2, "batch: push inside");
+	is_int(queen_kv_put(q, "ns", "k", "v", 1, 0, false), 0,
+	    "batch: kv inside");
+	queen_batch_rollback(q);
+	is_int(tail_of(q, Q, NULL), 1, "batch: rollback undid the push");
+	is_int(queen_kv_get(q, "ns", "k", &(struct queen_kv_value *){ NULL }),
+	    -ENOENT, "batch: rollback undid the kv put");
+	is_int(queen_batch_begin(q), 0, "batch: begin again");
+	is_int(push1(q, Q, NULL, "m2", "x"), 2, "batch: push m2");
+	is_int(push1(q, Q, "bad name", "m3", "x"), -EINVAL,
+	    "batch: a failing call inside");
+	is_int(push1(q, Q, NULL, "m3", "x"), 3, "batch: push m3");
+	is_int(queen_batch_commit(q), 0, "batch: commit");
+	restart(&f);
+	is_int(tail_of(f.q, Q, NULL), 3,
+	    "batch: both pushes durable, the failed call undone alone");
+	fix_close(&f);
+}
+
+static void
+test_queue_delete(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "store-qdel");
+
+	is_int(queen_queue_create(q, "empty", NULL), 0, "qdel: create");
+	is_int(queen_queue_delete(q, "empty"), 0, "qdel: delete empty");
+	is_int(queen_queue_get(q, "empty", &(struct queen_queue_info){ 0 }),
+	    -ENOENT, "qdel: gone");
+	is_int(queen_queue_delete(q, "empty"), -ENOENT, "qdel: twice");
+	queen_queue_create(q, "grp", NULL);
+	queen_group_ensure(q, "grp", "g");
+	is_int(queen_queue_delete(q, "grp"), -ENOTEMPTY,
+	    "qdel: a queue with a group is -ENOTEMPTY");
+	queen_queue_create(q, "tmr", NULL);
+	queen_timer_schedule(q, "tmr", "t", NULL, f.now + SEC, "x", 1);
+	is_int(queen_queue_delete(q, "tmr"), -ENOTEMPTY,
+	    "qdel: a queue with a timer is -ENOTEMPTY");
+	push1(q, Q, NULL, "m1", "x");
+	is_int(queen_queue_delete(q, Q), -ENOTEMPTY,
+	    "qdel: a queue with messages is -ENOTEMPTY");
+	is_int(tail_of(q, Q, NULL), 1, "qdel: and keeps them");
+	fix_close(&f);
+}
+
+static int
+dlq_times_cb(void *arg, const struct queen_dlq_entry *e)
+{
+	int64_t *t = arg;
+
+	t[0] = e->created_at;
+	t[1] = e->failed_at;
+	return 0;
+}
+
+static void
+test_dlq_times(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "store-dlqt");
+	struct queen_ack_result r;
+	int64_t t0 = f.now, t[2] = { 0, 0 };
+
+	push1(q, Q, NULL, "m1", "x");
+	f.now = t0 + 5 * SEC;
+	ack1(q, Q, NULL, NULL, "m1", "dlq", NULL, &r);
+	queen_dlq_list(q, Q, NULL, false, dlq_times_cb, t);
+	is_int(t[0], t0, "dlq: created_at is the push time");
+	is_int(t[1], t0 + 5 * SEC, "dlq: failed_at is the ack time");
+	fix_close(&f);
+}
+
+int
+main(void)
+{
+	plan_lazy();
+	test_config();
+	test_persistence();
+	test_read_only();
+	test_size_limit();
+	test_corrupt();
+	test_retention();
+	test_completed_retention();
+	test_completed_retention_unconsumed();
+	test_hash_purge();
+	test_stats();
+	test_kv();
+	test_poison_timer();
+	test_timers();
+	test_group_commit();
+	test_queue_delete();
+	test_dlq_times();
+	return done_testing();
+}
