@@ -610,6 +610,7 @@ tx_operations(struct apictx *a, json_t *arr, struct txbuild *b)
 	return 0;
 }
 
+/* A KV value travels as JSON: it is stored as its compact JSON text. */
 static int
 kv_value(struct apictx *a, json_t *o, struct queen_kv_op *k, char **keep)
 {
@@ -617,11 +618,6 @@ kv_value(struct apictx *a, json_t *o, struct queen_kv_op *k, char **keep)
 
 	if (!v)
 		return bad(a, "%s", "a put needs a value");
-	if (json_is_string(v)) {
-		k->value = json_string_value(v);
-		k->len = json_string_length(v);
-		return 0;
-	}
 	*keep = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
 	if (!*keep)
 		return -ENOMEM;
@@ -769,21 +765,25 @@ kv_result_json(const struct queen_kv_op *o, const struct queen_kv_result *r,
 	if (o->type == QUEEN_KV_GET) {
 		json_object_set_new(j, "found", json_boolean(r->found));
 		json_object_set_new(j, "value", r->found ?
-		    payload_json(r->value, r->len, json_object()) :
-		    json_null());
+		    payload_json(r->value, r->len, j) : json_null());
 	}
 	if (o->type == QUEEN_KV_GET_MANY) {
-		json_t *vals = json_object();
+		json_t *vals = json_object(), *encs = json_object();
 
+		/* each value's encoding marker goes into "encodings" */
 		for (i = 0; i < r->count; i++) {
 			const struct queen_kv_result *m = &many[r->first + i];
-			json_t *junk = json_object();
+			json_t *e = json_object();
 
 			json_object_set_new(vals, o->keys[i], m->found ?
-			    payload_json(m->value, m->len, junk) : json_null());
-			json_decref(junk);
+			    payload_json(m->value, m->len, e) : json_null());
+			if (m->found)
+				json_object_set(encs, o->keys[i],
+				    json_object_get(e, "encoding"));
+			json_decref(e);
 		}
 		json_object_set_new(j, "values", vals);
+		json_object_set_new(j, "encodings", encs);
 	}
 	return j;
 }

@@ -281,6 +281,10 @@ int64_t clamp_add(int64_t a, int64_t b);
 int db_open(const struct queen_options *opt, struct store **out,
     const struct store_ops **ops, char *err, size_t errlen);
 
+/* db_pg.c: the PostgreSQL backend, for --db postgresql://... */
+int pg_open(const struct queen_options *opt, struct store **out,
+    const struct store_ops **ops, char *err, size_t errlen);
+
 /* hash.c */
 void hash_txid(const char *txid, struct hash128 *out);
 

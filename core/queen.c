@@ -37,7 +37,11 @@ queen_open(const struct queen_options *opt, struct queen **out)
 		return -ENOMEM;
 	q->clock = opt->clock ? opt->clock : realtime_ms;
 	q->clock_arg = opt->clock_arg;
-	rc = db_open(opt, &q->st, &q->ops, q->err, sizeof(q->err));
+	if (!strncmp(opt->path, "postgresql://", 13) ||
+	    !strncmp(opt->path, "postgres://", 11))
+		rc = pg_open(opt, &q->st, &q->ops, q->err, sizeof(q->err));
+	else
+		rc = db_open(opt, &q->st, &q->ops, q->err, sizeof(q->err));
 	if (rc != 0) {
 		free(q);
 		return rc;
