@@ -19,8 +19,9 @@
  * returns the child's rc, or 1000 + the signal that killed it.
  */
 static int
-pop_in_child(const char *path, const char *queue, const char *group)
+pop_in_child(struct fix *f, const char *queue, const char *group)
 {
+	const char *path = f->path;
 	struct queen_options o = { 0 };
 	struct queen_pop_req req = { 0 };
 	struct queen_batch *b = NULL;
@@ -28,6 +29,9 @@ pop_in_child(const char *path, const char *queue, const char *group)
 	int status, rc;
 	pid_t pid;
 
+	/* the store is locked exclusively: hand it to the child */
+	queen_close(f->q);
+	f->q = NULL;
 	fflush(stdout);
 	pid = fork();
 	if (pid < 0)
@@ -45,7 +49,9 @@ pop_in_child(const char *path, const char *queue, const char *group)
 		queen_close(q);
 		_exit(-rc & 0x7f);
 	}
-	if (waitpid(pid, &status, 0) < 0)
+	rc = waitpid(pid, &status, 0);
+	fix_reopen(f);
+	if (rc < 0)
 		return -errno;
 	if (WIFSIGNALED(status)) {
 		diag("child killed by signal %d", WTERMSIG(status));
@@ -64,17 +70,19 @@ test_basic(void)
 	struct queen_partition_info pi;
 	int rc;
 
-	is_int(pop_in_child(f.path, "nosuch", NULL), -ENOENT,
+	is_int(pop_in_child(&f, "nosuch", NULL), -ENOENT,
 	    "basic: no queue: -ENOENT (run in a child: a crash is a "
 	    "failure, not the end of the file)");
+	q = f.q;
 	queen_queue_create(q, Q, NULL);
 	is_int(pop_first(q, Q, NULL, NULL, 1, NULL, NULL), -EAGAIN,
 	    "basic: empty queue: -EAGAIN");
 	is_int(queen_next_due(q, Q, NULL), INT64_MAX,
 	    "basic: next_due of an empty queue is INT64_MAX");
 
-	is_int(pop_in_child(f.path, Q, "bad/group"), -EINVAL,
+	is_int(pop_in_child(&f, Q, "bad/group"), -EINVAL,
 	    "basic: a bad group name: -EINVAL (in a child)");
+	q = f.q;
 	push1(q, Q, NULL, "t1", "hello");
 	push1(q, Q, NULL, "t2", "world");
 	queen_partition_get(q, Q, "default", &pi);
