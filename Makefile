@@ -3,15 +3,16 @@
 #   make            libqueen.a, queenfs, the test programs and examples
 #   make test       everything under prove (unit tests, then mount tests)
 #   make asan       the same tests on an ASan+UBSan build
+#   make check-pg   the unit tests on a private PostgreSQL cluster
 #   make bench      benchmarks (not part of test)
 -include config.mak
 
 CC ?= cc
 O ?= build
-PKGS = fuse3 sqlite3 libxxhash jansson
+PKGS = fuse3 sqlite3 libpq libxxhash jansson
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
-CORE_LIBS := $(shell pkg-config --libs sqlite3 libxxhash jansson 2>/dev/null)
+CORE_LIBS := $(shell pkg-config --libs sqlite3 libpq libxxhash jansson 2>/dev/null)
 
 WARN = -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes \
 	-Wmissing-prototypes -Wformat=2 -Wno-unused-parameter
@@ -79,6 +80,11 @@ check-unit: all
 check-fs: all
 	QUEENFS_BUILD=$(abspath $(O)) prove $(wildcard tests/fs-*.sh)
 
+# The unit tests again on PostgreSQL: a private cluster in a temp dir,
+# stopped by its pid when they end (tests/pg.sh).
+check-pg: all
+	tests/pg.sh prove $(PROVE_FLAGS) $(UNIT_BIN)
+
 asan: deps
 	$(MAKE) O=build/asan OPT="-O1 -g -fno-omit-frame-pointer" \
 	    EXTRA_CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=all" \
@@ -119,6 +125,6 @@ deps:
 clean:
 	rm -rf build
 
-.PHONY: all test run check fuzz check-unit check-fs asan check-valgrind check-layers analyze deps clean
+.PHONY: all test run check fuzz check-unit check-fs check-pg asan check-valgrind check-layers analyze deps clean
 
 -include $(CORE_OBJ:.o=.d) $(FS_OBJ:.o=.d) $(O)/fs/main.d $(UNIT_SRC:tests/%.c=$(O)/tests/%.d)

@@ -256,6 +256,14 @@ struct store_ops {
 	/* the earliest due timer anywhere with its queue; -ENOENT none due */
 	int (*timer_due)(struct store *st, int64_t now, int64_t *queue_id,
 	    struct queen_timer_info **out);
+
+	/* Wake-ups across handles; NULL where the store has none (SQLite).
+	 * notify: announce an append to queue, delivered at commit;
+	 * event_fd: the descriptor to poll for announcements (starts
+	 * listening); events: call cb with the queue of each one received. */
+	int (*notify)(struct store *st, const char *queue);
+	int (*event_fd)(struct store *st);
+	int (*events)(struct store *st, queen_name_cb cb, void *arg);
 };
 
 struct queen {

@@ -1,19 +1,2077 @@
 /*
- * db_pg.c - the PostgreSQL implementation of the storage seam (not yet
- * written: refuses to open).
+ * db_pg.c - the PostgreSQL storage seam (--db postgresql://...): session,
+ * transactions, every statement, the row locks that keep one lease per
+ * (partition, group) across processes and hosts, LISTEN/NOTIFY wake-ups,
+ * and SQLSTATE -> errno.  Nothing here decides what an ack means.
  */
 #include <errno.h>
+#include <libpq-fe.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
-#include "core.h"
+#include "pg.h"
+
+#define PB(pid) ((int64_t)(pid) << OFFSET_BITS)
+#define CHANNEL "queen_push"
+
+/*
+ * Checklist for a new statement: add its enum, its name and text (with
+ * the parameter order beside it), and run it with exec().  A statement
+ * with a row-locking twin is followed directly by it (ST_X, ST_X_LK):
+ * locked() picks the twin inside a read-write transaction.
+ */
+enum stmt {
+	ST_QUEUE_GET, ST_QUEUE_BY_ID, ST_QUEUE_INSERT, ST_QUEUE_UPDATE,
+	ST_QUEUE_DELETE, ST_QUEUE_LIST, ST_QUEUE_MSGS, ST_QUEUE_GROUPS,
+	ST_QUEUE_TIMERS,
+	ST_PART_GET, ST_PART_GET_LK, ST_PART_BY_ID, ST_PART_BY_UUID,
+	ST_PART_INSERT, ST_PART_UPDATE, ST_PART_LIST, ST_PART_LIST_LK,
+	ST_GROUP_GET, ST_GROUP_BY_ID, ST_GROUP_INSERT, ST_GROUP_UPDATE,
+	ST_GROUP_DELETE, ST_GROUP_LIST,
+	ST_CUR_GET, ST_CUR_GET_LK, ST_CUR_PUT, ST_CUR_PUT_NEW,
+	ST_CUR_BY_LEASE, ST_CUR_BY_LEASE_LK, ST_CUR_READY, ST_CUR_READY_LK,
+	ST_CUR_LIST_GROUP, ST_CUR_LIST_GROUP_LK, ST_CUR_LIST_PART,
+	ST_CUR_LIST_PART_LK, ST_CUR_WAKE, ST_CUR_DEL_GROUP, ST_CUR_MIN,
+	ST_MSG_APPEND, ST_TXN_APPEND, ST_MSG_SCAN, ST_MSG_SCAN_META,
+	ST_MSG_TIME, ST_MSG_NEXT, ST_MSG_COUNT, ST_MSG_PURGE,
+	ST_MSG_DELETE_PART,
+	ST_TXN_FIND_LO, ST_TXN_FIND_HI, ST_TXN_TIME, ST_TXN_PURGE,
+	ST_TXN_DELETE_PART,
+	ST_DLQ_INSERT, ST_DLQ_LIST, ST_DLQ_LIST_META, ST_DLQ_COUNT,
+	ST_KV_GET, ST_KV_PUT, ST_KV_DELETE, ST_KV_EXPIRY, ST_KV_LIST,
+	ST_KV_PURGE,
+	ST_NS_GET, ST_NS_PUT, ST_NS_DELETE, ST_NS_LIST,
+	ST_TIMER_PUT, ST_TIMER_DELETE, ST_TIMER_GET, ST_TIMER_LIST,
+	ST_TIMER_DUE,
+	ST_NOTIFY,
+	ST__N
+};
+
+#define QUEUE_COLS "id, name, created_at, uid, gid, mode, lease_time, " \
+	"retry_limit, dlq, batch, wait, delay, window_buffer, dedup_window, " \
+	"retention, completed_retention, max_message_bytes, " \
+	"expiry_charges_retry, auto_ack, timer_delay, hash_retention"
+#define QUEUE_INS "name, created_at, uid, gid, mode, lease_time, " \
+	"retry_limit, dlq, batch, wait, delay, window_buffer, dedup_window, " \
+	"retention, completed_retention, max_message_bytes, " \
+	"expiry_charges_retry, auto_ack, timer_delay, hash_retention"
+#define PART_COLS "id, queue_id, name, uuid, head, tail, txns_start, " \
+	"last_push_at, duplicates, created_at"
+#define GROUP_COLS "id, queue_id, name, mode, since, created_at, batch, " \
+	"wait, auto_ack, uid, gid, perm"
+#define CUR_COLS "partition_id, group_id, committed, batch_end, lease_id, " \
+	"lease_expires_at, retry_count, next_at"
+#define CUR_READY "SELECT " CUR_COLS " FROM cursors WHERE group_id = $1 " \
+	"AND next_at >= 0 AND next_at <= $2 " \
+	"AND (next_at, partition_id) > ($3, $4) " \
+	"ORDER BY next_at, partition_id LIMIT 64"
+#define TIMER_COLS "key, part_name, due_at, created_at, payload"
+#define LOCK " FOR UPDATE"
+
+struct stmt_def {
+	const char *name;
+	const char *sql;
+};
+
+static const struct stmt_def sql[ST__N] = {
+	/* name */
+	[ST_QUEUE_GET] = { "queue_get",
+	    "SELECT " QUEUE_COLS " FROM queues WHERE name = $1" },
+	/* id */
+	[ST_QUEUE_BY_ID] = { "queue_by_id",
+	    "SELECT " QUEUE_COLS " FROM queues WHERE id = $1" },
+	/* name, created_at, uid, gid, mode, then the 15 config values; the
+	 * loser of a race to create it gets no row and reads the winner's */
+	[ST_QUEUE_INSERT] = { "queue_insert",
+	    "INSERT INTO queues (" QUEUE_INS ") VALUES ($1, $2, $3, $4, $5, "
+	    "$6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, "
+	    "$20) ON CONFLICT (name) DO NOTHING RETURNING id" },
+	/* as insert, then id as $21 */
+	[ST_QUEUE_UPDATE] = { "queue_update",
+	    "UPDATE queues SET name = $1, created_at = $2, uid = $3, gid = $4, "
+	    "mode = $5, lease_time = $6, retry_limit = $7, dlq = $8, "
+	    "batch = $9, wait = $10, delay = $11, window_buffer = $12, "
+	    "dedup_window = $13, retention = $14, completed_retention = $15, "
+	    "max_message_bytes = $16, expiry_charges_retry = $17, "
+	    "auto_ack = $18, timer_delay = $19, hash_retention = $20 "
+	    "WHERE id = $21" },
+	/* id */
+	[ST_QUEUE_DELETE] = { "queue_delete",
+	    "DELETE FROM queues WHERE id = $1" },
+	[ST_QUEUE_LIST] = { "queue_list",
+	    "SELECT " QUEUE_COLS " FROM queues ORDER BY name" },
+	/* queue id */
+	[ST_QUEUE_MSGS] = { "queue_msgs",
+	    "SELECT coalesce(sum(tail - head + 1), 0)::bigint "
+	    "FROM partitions WHERE queue_id = $1 AND tail >= head" },
+	[ST_QUEUE_GROUPS] = { "queue_groups",
+	    "SELECT count(*) FROM groups WHERE queue_id = $1 "
+	    "AND name <> '" QUEEN_QUEUE_MODE "'" },
+	[ST_QUEUE_TIMERS] = { "queue_timers",
+	    "SELECT count(*) FROM timers WHERE queue_id = $1" },
+	/* queue id, name */
+	[ST_PART_GET] = { "part_get",
+	    "SELECT " PART_COLS " FROM partitions "
+	    "WHERE queue_id = $1 AND name = $2" },
+	[ST_PART_GET_LK] = { "part_get_lk",
+	    "SELECT " PART_COLS " FROM partitions "
+	    "WHERE queue_id = $1 AND name = $2" LOCK },
+	/* id */
+	[ST_PART_BY_ID] = { "part_by_id",
+	    "SELECT " PART_COLS " FROM partitions WHERE id = $1" },
+	/* uuid */
+	[ST_PART_BY_UUID] = { "part_by_uuid",
+	    "SELECT " PART_COLS " FROM partitions WHERE uuid = $1" },
+	/* queue_id, name, uuid, head, tail, txns_start, last_push_at,
+	 * duplicates, created_at */
+	[ST_PART_INSERT] = { "part_insert",
+	    "INSERT INTO partitions (queue_id, name, uuid, head, tail, "
+	    "txns_start, last_push_at, duplicates, created_at) VALUES "
+	    "($1, $2, $3, $4, $5, $6, $7, $8, $9) "
+	    "ON CONFLICT (queue_id, name) DO NOTHING RETURNING id" },
+	/* head, tail, txns_start, last_push_at, duplicates, id */
+	[ST_PART_UPDATE] = { "part_update",
+	    "UPDATE partitions SET head = $1, tail = $2, txns_start = $3, "
+	    "last_push_at = $4, duplicates = $5 WHERE id = $6" },
+	/* queue id */
+	[ST_PART_LIST] = { "part_list",
+	    "SELECT " PART_COLS " FROM partitions "
+	    "WHERE queue_id = $1 ORDER BY name" },
+	[ST_PART_LIST_LK] = { "part_list_lk",
+	    "SELECT " PART_COLS " FROM partitions "
+	    "WHERE queue_id = $1 ORDER BY name" LOCK },
+	/* queue id, name */
+	[ST_GROUP_GET] = { "group_get",
+	    "SELECT " GROUP_COLS " FROM groups "
+	    "WHERE queue_id = $1 AND name = $2" },
+	[ST_GROUP_BY_ID] = { "group_by_id",
+	    "SELECT " GROUP_COLS " FROM groups WHERE id = $1" },
+	/* queue_id, name, mode, since, created_at, batch, wait, auto_ack,
+	 * uid, gid, perm */
+	[ST_GROUP_INSERT] = { "group_insert",
+	    "INSERT INTO groups (queue_id, name, mode, since, created_at, "
+	    "batch, wait, auto_ack, uid, gid, perm) VALUES "
+	    "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) "
+	    "ON CONFLICT (queue_id, name) DO NOTHING RETURNING id" },
+	/* as insert, then id as $12 */
+	[ST_GROUP_UPDATE] = { "group_update",
+	    "UPDATE groups SET queue_id = $1, name = $2, mode = $3, "
+	    "since = $4, created_at = $5, batch = $6, wait = $7, "
+	    "auto_ack = $8, uid = $9, gid = $10, perm = $11 WHERE id = $12" },
+	[ST_GROUP_DELETE] = { "group_delete",
+	    "DELETE FROM groups WHERE id = $1" },
+	/* queue id */
+	[ST_GROUP_LIST] = { "group_list",
+	    "SELECT " GROUP_COLS " FROM groups "
+	    "WHERE queue_id = $1 ORDER BY name" },
+	/* partition id, group id */
+	[ST_CUR_GET] = { "cur_get",
+	    "SELECT " CUR_COLS " FROM cursors "
+	    "WHERE partition_id = $1 AND group_id = $2" },
+	[ST_CUR_GET_LK] = { "cur_get_lk",
+	    "SELECT " CUR_COLS " FROM cursors "
+	    "WHERE partition_id = $1 AND group_id = $2" LOCK },
+	/* the eight columns in order */
+	[ST_CUR_PUT] = { "cur_put",
+	    "INSERT INTO cursors (" CUR_COLS ") "
+	    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8) "
+	    "ON CONFLICT (partition_id, group_id) DO UPDATE SET "
+	    "committed = excluded.committed, batch_end = excluded.batch_end, "
+	    "lease_id = excluded.lease_id, "
+	    "lease_expires_at = excluded.lease_expires_at, "
+	    "retry_count = excluded.retry_count, next_at = excluded.next_at" },
+	/* as put: creating a cursor another process may have created */
+	[ST_CUR_PUT_NEW] = { "cur_put_new",
+	    "INSERT INTO cursors (" CUR_COLS ") "
+	    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8) "
+	    "ON CONFLICT (partition_id, group_id) DO NOTHING" },
+	/* lease id */
+	[ST_CUR_BY_LEASE] = { "cur_by_lease",
+	    "SELECT " CUR_COLS " FROM cursors WHERE lease_id = $1" },
+	[ST_CUR_BY_LEASE_LK] = { "cur_by_lease_lk",
+	    "SELECT " CUR_COLS " FROM cursors WHERE lease_id = $1" LOCK },
+	/* group id, upto, after_at, after_pid; rows another process is
+	 * leasing right now are skipped, not waited for */
+	[ST_CUR_READY] = { "cur_ready", CUR_READY },
+	[ST_CUR_READY_LK] = { "cur_ready_lk",
+	    CUR_READY LOCK " SKIP LOCKED" },
+	/* group id */
+	[ST_CUR_LIST_GROUP] = { "cur_list_group",
+	    "SELECT " CUR_COLS " FROM cursors WHERE group_id = $1 "
+	    "ORDER BY partition_id" },
+	[ST_CUR_LIST_GROUP_LK] = { "cur_list_group_lk",
+	    "SELECT " CUR_COLS " FROM cursors WHERE group_id = $1 "
+	    "ORDER BY partition_id" LOCK },
+	/* partition id */
+	[ST_CUR_LIST_PART] = { "cur_list_part",
+	    "SELECT " CUR_COLS " FROM cursors WHERE partition_id = $1 "
+	    "ORDER BY group_id" },
+	[ST_CUR_LIST_PART_LK] = { "cur_list_part_lk",
+	    "SELECT " CUR_COLS " FROM cursors WHERE partition_id = $1 "
+	    "ORDER BY group_id" LOCK },
+	/* partition id, at */
+	[ST_CUR_WAKE] = { "cur_wake",
+	    "UPDATE cursors SET next_at = $2 "
+	    "WHERE partition_id = $1 AND next_at < 0" },
+	[ST_CUR_DEL_GROUP] = { "cur_del_group",
+	    "DELETE FROM cursors WHERE group_id = $1" },
+	/* partition id */
+	[ST_CUR_MIN] = { "cur_min",
+	    "SELECT min(committed) FROM cursors WHERE partition_id = $1" },
+	/* key, created_at, txid, trace_id, payload */
+	[ST_MSG_APPEND] = { "msg_append",
+	    "INSERT INTO messages (id, created_at, txid, trace_id, payload) "
+	    "VALUES ($1, $2, $3, $4, $5)" },
+	/* key, hash, created_at */
+	[ST_TXN_APPEND] = { "txn_append",
+	    "INSERT INTO txns (id, hash, created_at) VALUES ($1, $2, $3)" },
+	/* from key, to key, limit */
+	[ST_MSG_SCAN] = { "msg_scan",
+	    "SELECT id, created_at, txid, trace_id, payload FROM messages "
+	    "WHERE id >= $1 AND id <= $2 ORDER BY id LIMIT $3" },
+	[ST_MSG_SCAN_META] = { "msg_scan_meta",
+	    "SELECT id, created_at, txid, trace_id, length(payload)::bigint "
+	    "FROM messages WHERE id >= $1 AND id <= $2 ORDER BY id LIMIT $3" },
+	/* key */
+	[ST_MSG_TIME] = { "msg_time",
+	    "SELECT created_at FROM messages WHERE id = $1" },
+	/* after key, last key */
+	[ST_MSG_NEXT] = { "msg_next",
+	    "SELECT id, created_at FROM messages "
+	    "WHERE id > $1 AND id <= $2 ORDER BY id LIMIT 1" },
+	[ST_MSG_COUNT] = { "msg_count",
+	    "SELECT count(*) FROM messages WHERE id > $1 AND id <= $2" },
+	/* first key, upto key, limit */
+	[ST_MSG_PURGE] = { "msg_purge",
+	    "DELETE FROM messages WHERE id IN (SELECT id FROM messages "
+	    "WHERE id >= $1 AND id <= $2 ORDER BY id LIMIT $3)" },
+	/* first key, last key */
+	[ST_MSG_DELETE_PART] = { "msg_delete_part",
+	    "DELETE FROM messages WHERE id >= $1 AND id <= $2" },
+	/* hash, lo key, hi key */
+	[ST_TXN_FIND_LO] = { "txn_find_lo",
+	    "SELECT id, created_at FROM txns WHERE hash = $1 "
+	    "AND id >= $2 AND id <= $3 ORDER BY id LIMIT 1" },
+	[ST_TXN_FIND_HI] = { "txn_find_hi",
+	    "SELECT id, created_at FROM txns WHERE hash = $1 "
+	    "AND id >= $2 AND id <= $3 ORDER BY id DESC LIMIT 1" },
+	/* key */
+	[ST_TXN_TIME] = { "txn_time",
+	    "SELECT created_at FROM txns WHERE id = $1" },
+	/* first key, upto key, limit */
+	[ST_TXN_PURGE] = { "txn_purge",
+	    "DELETE FROM txns WHERE id IN (SELECT id FROM txns "
+	    "WHERE id >= $1 AND id <= $2 ORDER BY id LIMIT $3)" },
+	[ST_TXN_DELETE_PART] = { "txn_delete_part",
+	    "DELETE FROM txns WHERE id >= $1 AND id <= $2" },
+	/* queue, partition, group, offset, txid, payload, created_at,
+	 * failed_at, retry_count, error */
+	[ST_DLQ_INSERT] = { "dlq_insert",
+	    "INSERT INTO dlq (queue_id, partition_id, group_name, msg_offset, "
+	    "txid, payload, created_at, failed_at, retry_count, error) "
+	    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)" },
+	/* queue id, group name */
+	[ST_DLQ_LIST] = { "dlq_list",
+	    "SELECT d.id, p.name, d.group_name, d.txid, d.error, "
+	    "d.msg_offset, d.retry_count, d.created_at, d.failed_at, d.payload "
+	    "FROM dlq d JOIN partitions p ON p.id = d.partition_id "
+	    "WHERE d.queue_id = $1 AND d.group_name = $2 ORDER BY d.id" },
+	[ST_DLQ_LIST_META] = { "dlq_list_meta",
+	    "SELECT d.id, p.name, d.group_name, d.txid, d.error, "
+	    "d.msg_offset, d.retry_count, d.created_at, d.failed_at, "
+	    "length(d.payload)::bigint "
+	    "FROM dlq d JOIN partitions p ON p.id = d.partition_id "
+	    "WHERE d.queue_id = $1 AND d.group_name = $2 ORDER BY d.id" },
+	[ST_DLQ_COUNT] = { "dlq_count",
+	    "SELECT count(*) FROM dlq WHERE queue_id = $1 "
+	    "AND group_name = $2" },
+	/* ns, key, now */
+	[ST_KV_GET] = { "kv_get",
+	    "SELECT value, version, expires_at, updated_at FROM kv "
+	    "WHERE ns = $1 AND key = $2 "
+	    "AND (expires_at = 0 OR expires_at > $3)" },
+	/* ns, key, value, expires_at, now */
+	[ST_KV_PUT] = { "kv_put",
+	    "INSERT INTO kv (ns, key, value, version, expires_at, updated_at) "
+	    "VALUES ($1, $2, $3, 1, $4, $5) "
+	    "ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value, "
+	    "version = CASE WHEN kv.expires_at > 0 AND kv.expires_at <= $5 "
+	    "THEN 1 ELSE kv.version + 1 END, "
+	    "expires_at = excluded.expires_at, "
+	    "updated_at = excluded.updated_at" },
+	/* ns, key, now */
+	[ST_KV_DELETE] = { "kv_delete",
+	    "DELETE FROM kv WHERE ns = $1 AND key = $2 "
+	    "AND (expires_at = 0 OR expires_at > $3)" },
+	/* ns, key, now, expires_at */
+	[ST_KV_EXPIRY] = { "kv_expiry",
+	    "UPDATE kv SET expires_at = $4 WHERE ns = $1 AND key = $2 "
+	    "AND (expires_at = 0 OR expires_at > $3)" },
+	/* ns, now */
+	[ST_KV_LIST] = { "kv_list",
+	    "SELECT key, value, version, expires_at, updated_at FROM kv "
+	    "WHERE ns = $1 AND (expires_at = 0 OR expires_at > $2) "
+	    "ORDER BY key" },
+	/* now, limit */
+	[ST_KV_PURGE] = { "kv_purge",
+	    "DELETE FROM kv WHERE (ns, key) IN (SELECT ns, key FROM kv "
+	    "WHERE expires_at > 0 AND expires_at <= $1 LIMIT $2)" },
+	/* ns */
+	[ST_NS_GET] = { "ns_get",
+	    "SELECT uid, gid, mode FROM kv_ns WHERE name = $1" },
+	/* ns, uid, gid, mode, now */
+	[ST_NS_PUT] = { "ns_put",
+	    "INSERT INTO kv_ns (name, uid, gid, mode, created_at) "
+	    "VALUES ($1, $2, $3, $4, $5) ON CONFLICT (name) DO UPDATE SET "
+	    "uid = excluded.uid, gid = excluded.gid, mode = excluded.mode, "
+	    "created_at = excluded.created_at" },
+	[ST_NS_DELETE] = { "ns_delete",
+	    "DELETE FROM kv_ns WHERE name = $1" },
+	/* now */
+	[ST_NS_LIST] = { "ns_list",
+	    "SELECT name FROM kv_ns UNION SELECT ns FROM kv "
+	    "WHERE expires_at = 0 OR expires_at > $1 ORDER BY 1" },
+	/* queue, key, partition, due_at, payload, now */
+	[ST_TIMER_PUT] = { "timer_put",
+	    "INSERT INTO timers (queue_id, key, part_name, due_at, payload, "
+	    "created_at) VALUES ($1, $2, $3, $4, $5, $6) "
+	    "ON CONFLICT (queue_id, key) DO UPDATE SET "
+	    "part_name = excluded.part_name, due_at = excluded.due_at, "
+	    "payload = excluded.payload" },
+	/* queue, key */
+	[ST_TIMER_DELETE] = { "timer_delete",
+	    "DELETE FROM timers WHERE queue_id = $1 AND key = $2" },
+	[ST_TIMER_GET] = { "timer_get",
+	    "SELECT " TIMER_COLS " FROM timers WHERE queue_id = $1 "
+	    "AND key = $2" },
+	/* queue */
+	[ST_TIMER_LIST] = { "timer_list",
+	    "SELECT " TIMER_COLS " FROM timers WHERE queue_id = $1 "
+	    "ORDER BY key" },
+	/* now */
+	[ST_TIMER_DUE] = { "timer_due",
+	    "SELECT " TIMER_COLS ", queue_id FROM timers WHERE due_at <= $1 "
+	    "ORDER BY due_at, seq LIMIT 1" },
+	/* queue name */
+	[ST_NOTIFY] = { "notify",
+	    "SELECT pg_notify('" CHANNEL "', $1)" },
+};
+
+struct store {
+	PGconn *c;
+	bool prepared[ST__N];
+	enum queen_sync sync;
+	bool ro;
+	bool in_tx;
+	bool broken;            /* the connection failed: reset before use */
+	bool listening;
+	bool corrupt;           /* the last failure was corruption */
+	/* a group another process created while we tried to (see
+	 * cursor_put), and the partitions whose cursor of it we have seen */
+	int64_t adopted;
+	int64_t *seen;
+	size_t nseen, capseen;
+	char err[256];
+};
+
+/* ---- errors ---- */
+
+int
+pg_errno(const char *state)
+{
+	/* no SQLSTATE: libpq itself failed, i.e. the connection */
+	if (!state || !state[0])
+		return -EIO;
+	if (strcmp(state, "23505") == 0)
+		return -EEXIST;
+	if (strcmp(state, "40001") == 0 || strcmp(state, "40P01") == 0 ||
+	    strcmp(state, "55P03") == 0)
+		return -EBUSY;
+	if (strcmp(state, "53100") == 0)
+		return -ENOSPC;
+	if (strcmp(state, "53200") == 0)
+		return -ENOMEM;
+	if (strcmp(state, "25006") == 0)
+		return -EROFS;
+	if (strcmp(state, "42501") == 0)
+		return -EACCES;
+	/* as SQLite's TOOBIG and other constraints */
+	if (strcmp(state, "54000") == 0)
+		return -EFBIG;
+	if (strncmp(state, "23", 2) == 0)
+		return -EINVAL;
+	/* 08xxx (connection), XX001/XX002 (corruption), anything else */
+	return -EIO;
+}
+
+bool
+pg_corrupt(const char *state)
+{
+	return state && (strcmp(state, "XX001") == 0 ||
+	    strcmp(state, "XX002") == 0);
+}
+
+/* Note a failed result (r may be NULL); returns the errno. */
+static int
+fail(struct store *s, const PGresult *r)
+{
+	const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+	const char *msg = r ? PQresultErrorMessage(r) : "";
+	size_t n;
+
+	if (!msg[0])
+		msg = PQerrorMessage(s->c);
+	n = strlen(msg);
+	while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
+		n--;
+	snprintf(s->err, sizeof(s->err), "%.*s", (int)n, msg);
+	s->corrupt = pg_corrupt(state);
+	if (PQstatus(s->c) != CONNECTION_OK ||
+	    (state && strncmp(state, "08", 2) == 0))
+		s->broken = true;
+	return pg_errno(state);
+}
+
+/* ---- the connection ---- */
+
+static void
+no_notices(void *arg, const char *msg)
+{
+	(void)arg;
+	(void)msg;
+}
+
+static int
+simple(struct store *s, const char *text)
+{
+	PGresult *r = PQexec(s->c, text);
+	int rc = 0;
+
+	if (PQresultStatus(r) != PGRES_COMMAND_OK &&
+	    PQresultStatus(r) != PGRES_TUPLES_OK)
+		rc = fail(s, r);
+	PQclear(r);
+	return rc;
+}
+
+/* Session settings, in one place; again after every reconnect. */
+static int
+session(struct store *s)
+{
+	static const char *const commit[] = {
+		[QUEEN_SYNC_FULL] = "SET synchronous_commit = on",
+		[QUEEN_SYNC_NORMAL] = "SET synchronous_commit = on",
+		[QUEEN_SYNC_OFF] = "SET synchronous_commit = off",
+	};
+	int rc;
+
+	if ((rc = simple(s, "SET lock_timeout = '5s'")) != 0 ||
+	    (rc = simple(s, "SET client_min_messages = warning")) != 0 ||
+	    (rc = simple(s, commit[s->sync])) != 0)
+		return rc;
+	if (s->ro &&
+	    (rc = simple(s, "SET default_transaction_read_only = on")) != 0)
+		return rc;
+	if (s->listening && (rc = simple(s, "LISTEN " CHANNEL)) != 0)
+		return rc;
+	return 0;
+}
+
+/* After a lost connection: connect again, with a fresh session. */
+static int
+reconnect(struct store *s)
+{
+	int i;
+
+	PQreset(s->c);
+	for (i = 0; i < ST__N; i++)
+		s->prepared[i] = false;
+	if (PQstatus(s->c) != CONNECTION_OK)
+		return fail(s, NULL);
+	s->broken = false;
+	return session(s);
+}
+
+static void
+pg_close(struct store *s)
+{
+	if (!s)
+		return;
+	PQfinish(s->c);
+	free(s->seen);
+	free(s);
+}
+
+static const char *
+pg_errmsg(struct store *s)
+{
+	return s->err;
+}
+
+static bool
+pg_io_failed(struct store *s)
+{
+	return s->corrupt;
+}
+
+/* ---- running statements ---- */
+
+#define MAXP 24
+
+/* Parameters: integers as text, strings as text, bytes as binary. */
+struct args {
+	int n;
+	const char *v[MAXP];
+	int len[MAXP];
+	int fmt[MAXP];
+	char num[MAXP][24];
+};
+
+static void
+a_int(struct args *a, int64_t v)
+{
+	snprintf(a->num[a->n], sizeof(a->num[a->n]), "%lld", (long long)v);
+	a->v[a->n] = a->num[a->n];
+	a->len[a->n] = 0;
+	a->fmt[a->n++] = 0;
+}
+
+static void
+a_text(struct args *a, const char *t)
+{
+	a->v[a->n] = t;
+	a->len[a->n] = 0;
+	a->fmt[a->n++] = 0;
+}
+
+/* Bytes; NULL data with len 0 is the empty value, a_null is NULL. */
+static void
+a_bytes(struct args *a, const void *data, size_t len)
+{
+	a->v[a->n] = len ? data : "";
+	a->len[a->n] = (int)len;
+	a->fmt[a->n++] = 1;
+}
+
+static void
+a_str(struct args *a, const char *t)
+{
+	if (t)
+		a_bytes(a, t, strlen(t));
+	else
+		a_text(a, NULL);
+}
+
+static void
+a_null(struct args *a)
+{
+	a_text(a, NULL);
+}
+
+/* Run a statement (prepared on first use); NULL and *rc on failure. */
+static PGresult *
+exec(struct store *s, enum stmt id, const struct args *a, int *rc)
+{
+	PGresult *r;
+	ExecStatusType st;
+
+	if (!s->in_tx && s->broken && (*rc = reconnect(s)) != 0)
+		return NULL;
+	if (!s->prepared[id]) {
+		r = PQprepare(s->c, sql[id].name, sql[id].sql, 0, NULL);
+		if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+			*rc = fail(s, r);
+			PQclear(r);
+			return NULL;
+		}
+		PQclear(r);
+		s->prepared[id] = true;
+	}
+	r = PQexecPrepared(s->c, sql[id].name, a ? a->n : 0,
+	    a ? a->v : NULL, a ? a->len : NULL, a ? a->fmt : NULL, 1);
+	st = PQresultStatus(r);
+	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+		*rc = fail(s, r);
+		PQclear(r);
+		return NULL;
+	}
+	*rc = 0;
+	return r;
+}
+
+/* A statement that returns no rows we need; *changed if not NULL. */
+static int
+run(struct store *s, enum stmt id, const struct args *a, int64_t *changed)
+{
+	int rc;
+	PGresult *r = exec(s, id, a, &rc);
+
+	if (changed)
+		*changed = r ? strtoll(PQcmdTuples(r), NULL, 10) : 0;
+	PQclear(r);
+	return rc;
+}
+
+static int
+changed_or_enoent(struct store *s, enum stmt id, const struct args *a)
+{
+	int64_t n;
+	int rc = run(s, id, a, &n);
+
+	return rc == 0 && n == 0 ? -ENOENT : rc;
+}
+
+/* The row-locking twin inside a read-write transaction. */
+static enum stmt
+locked(const struct store *s, enum stmt id)
+{
+	return s->in_tx && !s->ro ? (enum stmt)(id + 1) : id;
+}
+
+/* Binary integers of any width; NULL is 0. */
+static int64_t
+col_int(const PGresult *r, int row, int col)
+{
+	const unsigned char *p;
+	int len, i;
+	uint64_t v = 0;
+
+	if (PQgetisnull(r, row, col))
+		return 0;
+	p = (const unsigned char *)PQgetvalue(r, row, col);
+	len = PQgetlength(r, row, col);
+	for (i = 0; i < len && i < 8; i++)
+		v = v << 8 | p[i];
+	if (len > 0 && len < 8 && (p[0] & 0x80))
+		v |= ~UINT64_C(0) << (8 * len);
+	return (int64_t)v;
+}
+
+/* Text or bytes, NUL-terminated by libpq; NULL stays NULL. */
+static const char *
+col_str(const PGresult *r, int row, int col)
+{
+	return PQgetisnull(r, row, col) ? NULL : PQgetvalue(r, row, col);
+}
+
+static void
+col_text(const PGresult *r, int row, int col, char *buf, size_t len)
+{
+	const char *t = col_str(r, row, col);
+
+	snprintf(buf, len, "%s", t ? t : "");
+}
+
+static int
+one_int(struct store *s, enum stmt id, const struct args *a, int64_t *out)
+{
+	int rc;
+	PGresult *r = exec(s, id, a, &rc);
+
+	if (!r)
+		return rc;
+	if (PQntuples(r) == 0 || PQgetisnull(r, 0, 0)) {
+		PQclear(r);
+		return -ENOENT;
+	}
+	*out = col_int(r, 0, 0);
+	PQclear(r);
+	return 0;
+}
+
+/* ---- transactions ---- */
+
+static void
+tx_reset(struct store *s, bool in_tx)
+{
+	s->in_tx = in_tx;
+	s->adopted = 0;
+	s->nseen = 0;
+}
+
+static int
+pg_begin(struct store *s)
+{
+	int rc;
+
+	tx_reset(s, false);
+	if ((s->broken || PQstatus(s->c) != CONNECTION_OK) &&
+	    (rc = reconnect(s)) != 0)
+		return rc;
+	rc = simple(s, "BEGIN ISOLATION LEVEL READ COMMITTED");
+	/* a connection lost while idle (a server restart): nothing is
+	 * lost by connecting again once */
+	if (rc != 0 && s->broken && (rc = reconnect(s)) == 0)
+		rc = simple(s, "BEGIN ISOLATION LEVEL READ COMMITTED");
+	if (rc != 0)
+		return rc;
+	tx_reset(s, true);
+	return 0;
+}
+
+static int
+pg_commit(struct store *s)
+{
+	PGresult *r = PQexec(s->c, "COMMIT");
+	int rc = 0;
+
+	if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+		rc = fail(s, r);
+	} else if (strcmp(PQcmdStatus(r), "ROLLBACK") == 0) {
+		/* a failed statement had aborted it: nothing was kept */
+		snprintf(s->err, sizeof(s->err), "the transaction was aborted "
+		    "by an earlier error");
+		s->corrupt = false;
+		rc = -EIO;
+	}
+	PQclear(r);
+	tx_reset(s, false);
+	return rc;
+}
+
+static void
+pg_rollback(struct store *s)
+{
+	if (PQtransactionStatus(s->c) != PQTRANS_IDLE &&
+	    PQstatus(s->c) == CONNECTION_OK)
+		PQclear(PQexec(s->c, "ROLLBACK"));
+	tx_reset(s, false);
+}
+
+static int
+pg_savepoint(struct store *s)
+{
+	return simple(s, "SAVEPOINT op");
+}
+
+static int
+pg_release(struct store *s)
+{
+	return simple(s, "RELEASE op");
+}
+
+static void
+pg_rollback_to(struct store *s)
+{
+	PQclear(PQexec(s->c, "ROLLBACK TO op"));
+	PQclear(PQexec(s->c, "RELEASE op"));
+}
+
+/* ---- queues ---- */
+
+static void
+read_queue(const PGresult *r, int i, struct queue_row *q)
+{
+	int k;
+
+	q->id = col_int(r, i, 0);
+	col_text(r, i, 1, q->name, sizeof(q->name));
+	q->created_at = col_int(r, i, 2);
+	q->owner.uid = (uid_t)col_int(r, i, 3);
+	q->owner.gid = (gid_t)col_int(r, i, 4);
+	q->owner.mode = (mode_t)col_int(r, i, 5);
+	for (k = 0; k < QCONF_N; k++)
+		*QCONF_FIELD(&q->conf, k) = col_int(r, i, 6 + k);
+}
+
+static int
+get_queue(struct store *s, enum stmt id, const struct args *a,
+    struct queue_row *out)
+{
+	int rc;
+	PGresult *r = exec(s, id, a, &rc);
+
+	if (!r)
+		return rc;
+	rc = PQntuples(r) ? 0 : -ENOENT;
+	if (rc == 0)
+		read_queue(r, 0, out);
+	PQclear(r);
+	return rc;
+}
+
+static int
+pg_queue_get(struct store *s, const char *name, struct queue_row *out)
+{
+	struct args a = { 0 };
+
+	a_text(&a, name);
+	return get_queue(s, ST_QUEUE_GET, &a, out);
+}
+
+static int
+pg_queue_by_id(struct store *s, int64_t id, struct queue_row *out)
+{
+	struct args a = { 0 };
+
+	a_int(&a, id);
+	return get_queue(s, ST_QUEUE_BY_ID, &a, out);
+}
+
+static void
+args_queue(struct args *a, const struct queue_row *q)
+{
+	int k;
+
+	a_text(a, q->name);
+	a_int(a, q->created_at);
+	a_int(a, q->owner.uid);
+	a_int(a, q->owner.gid);
+	a_int(a, q->owner.mode);
+	for (k = 0; k < QCONF_N; k++)
+		a_int(a, *QCONF_FIELD((struct qconf *)&q->conf, k));
+}
+
+/*
+ * The id of an insert ... on conflict do nothing returning id: 1 and *id,
+ * or 0 when another process inserted the row first.
+ */
+static int
+insert_id(struct store *s, enum stmt id, const struct args *a, int64_t *out)
+{
+	int rc;
+	PGresult *r = exec(s, id, a, &rc);
+
+	if (!r)
+		return rc;
+	rc = PQntuples(r) == 1;
+	if (rc)
+		*out = col_int(r, 0, 0);
+	PQclear(r);
+	return rc;
+}
+
+/* A race lost: the winner's row vanished before we could read it. */
+static int
+raced(struct store *s, int rc, const char *what, const char *name)
+{
+	if (rc != -ENOENT)
+		return rc;
+	snprintf(s->err, sizeof(s->err), "%s '%.64s' was created and deleted "
+	    "concurrently", what, name);
+	return -EEXIST;
+}
+
+static int
+pg_queue_insert(struct store *s, struct queue_row *q)
+{
+	struct args a = { 0 };
+	int rc;
+
+	args_queue(&a, q);
+	rc = insert_id(s, ST_QUEUE_INSERT, &a, &q->id);
+	if (rc == 0)
+		rc = raced(s, pg_queue_get(s, q->name, q), "queue", q->name);
+	return rc < 0 ? rc : 0;
+}
+
+static int
+pg_queue_update(struct store *s, const struct queue_row *q)
+{
+	struct args a = { 0 };
+
+	args_queue(&a, q);
+	a_int(&a, q->id);
+	return run(s, ST_QUEUE_UPDATE, &a, NULL);
+}
+
+static int
+delete_part_rows(struct store *s, int64_t pid)
+{
+	struct args a = { 0 };
+	int rc;
+
+	a_int(&a, PB(pid));
+	a_int(&a, PB(pid) + MAX_OFFSET);
+	if ((rc = run(s, ST_MSG_DELETE_PART, &a, NULL)) != 0)
+		return rc;
+	return run(s, ST_TXN_DELETE_PART, &a, NULL);
+}
+
+static int
+drop_part(void *arg, const struct part_row *p)
+{
+	return delete_part_rows(arg, p->id);
+}
+
+static int pg_part_list(struct store *s, int64_t qid, part_row_cb cb,
+    void *arg);
+
+static int
+pg_queue_delete(struct store *s, int64_t id)
+{
+	struct args a = { 0 };
+	int rc;
+
+	/* partitions go with the queue (cascade); their log rows first */
+	if ((rc = pg_part_list(s, id, drop_part, s)) != 0)
+		return rc;
+	a_int(&a, id);
+	return run(s, ST_QUEUE_DELETE, &a, NULL);
+}
+
+static int
+pg_queue_list(struct store *s, queue_row_cb cb, void *arg)
+{
+	struct queue_row q;
+	int rc, i;
+	PGresult *r = exec(s, ST_QUEUE_LIST, NULL, &rc);
+
+	if (!r)
+		return rc;
+	for (i = 0; rc == 0 && i < PQntuples(r); i++) {
+		read_queue(r, i, &q);
+		rc = cb(arg, &q);
+	}
+	PQclear(r);
+	return rc;
+}
+
+static int
+pg_queue_usage(struct store *s, int64_t id, int64_t *msgs, int64_t *groups,
+    int64_t *timers)
+{
+	struct args a = { 0 };
+	int rc;
+
+	a_int(&a, id);
+	if ((rc = one_int(s, ST_QUEUE_MSGS, &a, msgs)) != 0 ||
+	    (rc = one_int(s, ST_QUEUE_GROUPS, &a, groups)) != 0)
+		return rc;
+	return one_int(s, ST_QUEUE_TIMERS, &a, timers);
+}
+
+/* ---- partitions ---- */
+
+static void
+read_part(const PGresult *r, int i, struct part_row *p)
+{
+	p->id = col_int(r, i, 0);
+	p->queue_id = col_int(r, i, 1);
+	col_text(r, i, 2, p->name, sizeof(p->name));
+	col_text(r, i, 3, p->uuid, sizeof(p->uuid));
+	p->head = col_int(r, i, 4);
+	p->tail = col_int(r, i, 5);
+	p->txns_start = col_int(r, i, 6);
+	p->last_push_at = col_int(r, i, 7);
+	p->duplicates = col_int(r, i, 8);
+	p->created_at = col_int(r, i, 9);
+}
+
+static int
+get_part(struct store *s, enum stmt id, const struct args *a,
+    struct part_row *out)
+{
+	int rc;
+	PGresult *r = exec(s, id, a, &rc);
+
+	if (!r)
+		return rc;
+	rc = PQntuples(r) ? 0 : -ENOENT;
+	if (rc == 0)
+		read_part(r, 0, out);
+	PQclear(r);
+	return rc;
+}
+
+/* Locked in a transaction: appends to one partition serialize. */
+static int
+pg_part_get(struct store *s, int64_t qid, const char *name,
+    struct part_row *out)
+{
+	struct args a = { 0 };
+
+	a_int(&a, qid);
+	a_text(&a, name);
+	return get_part(s, locked(s, ST_PART_GET), &a, out);
+}
+
+static int
+pg_part_by_id(struct store *s, int64_t id, struct part_row *out)
+{
+	struct args a = { 0 };
+
+	a_int(&a, id);
+	return get_part(s, ST_PART_BY_ID, &a, out);
+}
+
+static int
+pg_part_by_uuid(struct store *s, const char *uuid, struct part_row *out)
+{
+	struct args a = { 0 };
+
+	a_text(&a, uuid);
+	return get_part(s, ST_PART_BY_UUID, &a, out);
+}
+
+static int
+pg_part_insert(struct store *s, struct part_row *p)
+{
+	struct args a = { 0 };
+	int rc;
+
+	a_int(&a, p->queue_id);
+	a_text(&a, p->name);
+	a_text(&a, p->uuid);
+	a_int(&a, p->head);
+	a_int(&a, p->tail);
+	a_int(&a, p->txns_start);
+	a_int(&a, p->last_push_at);
+	a_int(&a, p->duplicates);
+	a_int(&a, p->created_at);
+	rc = insert_id(s, ST_PART_INSERT, &a, &p->id);
+	if (rc == 0)
+		rc = raced(s, pg_part_get(s, p->queue_id, p->name, p),
+		    "partition", p->name);
+	return rc < 0 ? rc : 0;
+}
+
+static int
+pg_part_update(struct store *s, const struct part_row *p)
+{
+	struct args a = { 0 };
+
+	a_int(&a, p->head);
+	a_int(&a, p->tail);
+	a_int(&a, p->txns_start);
+	a_int(&a, p->last_push_at);
+	a_int(&a, p->duplicates);
+	a_int(&a, p->id);
+	return run(s, ST_PART_UPDATE, &a, NULL);
+}
+
+/*
+ * Locked in a transaction: maintenance writes back what it listed.  The
+ * rows are all read before the first callback, as db.c collects them.
+ */
+static int
+pg_part_list(struct store *s, int64_t qid, part_row_cb cb, void *arg)
+{
+	struct args a = { 0 };
+	struct part_row p;
+	PGresult *r;
+	int rc, i;
+
+	a_int(&a, qid);
+	if (!(r = exec(s, locked(s, ST_PART_LIST), &a, &rc)))
+		return rc;
+	for (i = 0; rc == 0 && i < PQntuples(r); i++) {
+		read_part(r, i, &p);
+		rc = cb(arg, &p);
+	}
+	PQclear(r);
+	return rc;
+}
+
+/* ---- groups ---- */
+
+static void
+read_group(const PGresult *r, int i, struct group_row *g)
+{
+	g->id = col_int(r, i, 0);
+	g->queue_id = col_int(r, i, 1);
+	col_text(r, i, 2, g->name, sizeof(g->name));
+	g->mode = col_int(r, i, 3);
+	g->since = col_int(r, i, 4);
+	g->created_at = col_int(r, i, 5);
+	g->batch = col_int(r, i, 6);
+	g->wait = col_int(r, i, 7);
+	g->auto_ack = col_int(r, i, 8);
+	g->has_owner = !PQgetisnull(r, i, 9);
+	g->owner.uid = (uid_t)col_int(r, i, 9);
+	g->owner.gid = (gid_t)col_int(r, i, 10);
+	g->owner.mode = (mode_t)col_int(r, i, 11);
+}
+
+static int
+get_group(struct store *s, enum stmt id, const struct args *a,
+    struct group_row *out)
+{
+	int rc;
+	PGresult *r = exec(s, id, a, &rc);
+
+	if (!r)
+		return rc;
+	rc = PQntuples(r) ? 0 : -ENOENT;
+	if (rc == 0)
+		read_group(r, 0, out);
+	PQclear(r);
+	return rc;
+}
+
+static int
+pg_group_get(struct store *s, int64_t qid, const char *name,
+    struct group_row *out)
+{
+	struct args a = { 0 };
+
+	a_int(&a, qid);
+	a_text(&a, name);
+	return get_group(s, ST_GROUP_GET, &a, out);
+}
+
+static int
+pg_group_by_id(struct store *s, int64_t id, struct group_row *out)
+{
+	struct args a = { 0 };
+
+	a_int(&a, id);
+	return get_group(s, ST_GROUP_BY_ID, &a, out);
+}
+
+static void
+args_group(struct args *a, const struct group_row *g)
+{
+	a_int(a, g->queue_id);
+	a_text(a, g->name);
+	a_int(a, g->mode);
+	a_int(a, g->since);
+	a_int(a, g->created_at);
+	a_int(a, g->batch);
+	a_int(a, g->wait);
+	a_int(a, g->auto_ack);
+	if (g->has_owner) {
+		a_int(a, g->owner.uid);
+		a_int(a, g->owner.gid);
+		a_int(a, g->owner.mode);
+	} else {
+		a_null(a);
+		a_null(a);
+		a_null(a);
+	}
+}
+
+static int
+pg_group_insert(struct store *s, struct group_row *g)
+{
+	struct args a = { 0 };
+	int rc;
+
+	args_group(&a, g);
+	rc = insert_id(s, ST_GROUP_INSERT, &a, &g->id);
+	if (rc == 0) {
+		rc = raced(s, pg_group_get(s, g->queue_id, g->name, g),
+		    "group", g->name);
+		if (rc == 0) {
+			/* the winner made its cursors: ours must not
+			 * overwrite them (see cursor_put) */
+			s->adopted = g->id;
+			s->nseen = 0;
+		}
+	}
+	return rc < 0 ? rc : 0;
+}
+
+static int
+pg_group_update(struct store *s, const struct group_row *g)
+{
+	struct args a = { 0 };
+
+	args_group(&a, g);
+	a_int(&a, g->id);
+	return run(s, ST_GROUP_UPDATE, &a, NULL);
+}
+
+static int
+pg_group_delete(struct store *s, int64_t id)
+{
+	struct args a = { 0 };
+
+	a_int(&a, id);
+	return run(s, ST_GROUP_DELETE, &a, NULL);
+}
+
+static int
+pg_group_list(struct store *s, int64_t qid, group_row_cb cb, void *arg)
+{
+	struct args a = { 0 };
+	struct group_row g;
+	PGresult *r;
+	int rc, i;
+
+	a_int(&a, qid);
+	if (!(r = exec(s, ST_GROUP_LIST, &a, &rc)))
+		return rc;
+	for (i = 0; rc == 0 && i < PQntuples(r); i++) {
+		read_group(r, i, &g);
+		rc = cb(arg, &g);
+	}
+	PQclear(r);
+	return rc;
+}
+
+/* ---- cursors ---- */
+
+/*
+ * The adopted group.  When two processes create one group at once, the
+ * loser's group_insert reads the winner's row, and the engine then
+ * creates the group's cursors as if it were new, overwriting the
+ * winner's (and any lease it took).  So for that group, a put of a cursor
+ * this transaction has not read is a creation and keeps an existing row;
+ * every real update follows a read of its row.
+ */
+static int
+seen_note(struct store *s, int64_t gid, int64_t pid)
+{
+	size_t i;
+
+	if (!s->adopted || gid != s->adopted)
+		return 0;
+	for (i = 0; i < s->nseen; i++) {
+		if (s->seen[i] == pid)
+			return 1;
+	}
+	if (s->nseen == s->capseen) {
+		size_t cap = s->capseen ? s->capseen * 2 : 16;
+		int64_t *v = realloc(s->seen, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		s->seen = v;
+		s->capseen = cap;
+	}
+	s->seen[s->nseen++] = pid;
+	return 0;
+}
+
+/* Fills *c; -ENOMEM only when the adopted group's bookkeeping fails. */
+static int
+read_cursor(struct store *s, const PGresult *r, int i, struct cursor_row *c)
+{
+	c->partition_id = col_int(r, i, 0);
+	c->group_id = col_int(r, i, 1);
+	c->committed = col_int(r, i, 2);
+	c->batch_end = col_int(r, i, 3);
+	col_text(r, i, 4, c->lease_id, sizeof(c->lease_id));
+	c->lease_expires_at = col_int(r, i, 5);
+	c->retry_count = col_int(r, i, 6);
+	c->next_at = col_int(r, i, 7);
+	return seen_note(s, c->group_id, c->partition_id) < 0 ? -ENOMEM : 0;
+}
+
+static int
+get_cursor(struct store *s, enum stmt id, const struct args *a,
+    struct cursor_row *out)
+{
+	int rc;
+	PGresult *r = exec(s, id, a, &rc);
+
+	if (!r)
+		return rc;
+	rc = PQntuples(r) ? read_cursor(s, r, 0, out) : -ENOENT;
+	PQclear(r);
+	return rc;
+}
+
+static int
+pg_cursor_get(struct store *s, int64_t pid, int64_t gid,
+    struct cursor_row *out)
+{
+	struct args a = { 0 };
+
+	a_int(&a, pid);
+	a_int(&a, gid);
+	return get_cursor(s, locked(s, ST_CUR_GET), &a, out);
+}
+
+static int
+pg_cursor_put(struct store *s, const struct cursor_row *c)
+{
+	struct args a = { 0 };
+	int seen = seen_note(s, c->group_id, c->partition_id);
+
+	if (seen < 0)
+		return seen;
+	a_int(&a, c->partition_id);
+	a_int(&a, c->group_id);
+	a_int(&a, c->committed);
+	a_int(&a, c->batch_end);
+	if (c->lease_id[0])
+		a_text(&a, c->lease_id);
+	else
+		a_null(&a);
+	a_int(&a, c->lease_expires_at);
+	a_int(&a, c->retry_count);
+	a_int(&a, c->next_at);
+	if (s->adopted && c->group_id == s->adopted && !seen)
+		return run(s, ST_CUR_PUT_NEW, &a, NULL);
+	return run(s, ST_CUR_PUT, &a, NULL);
+}
+
+static int
+pg_cursor_by_lease(struct store *s, const char *lease, struct cursor_row *out)
+{
+	struct args a = { 0 };
+
+	a_text(&a, lease);
+	return get_cursor(s, locked(s, ST_CUR_BY_LEASE), &a, out);
+}
+
+/* All rows are read before the first callback, as db.c collects them. */
+static int
+cursor_walk(struct store *s, enum stmt id, const struct args *a,
+    cursor_row_cb cb, void *arg)
+{
+	struct cursor_row c;
+	PGresult *r;
+	int rc, i, n;
+
+	if (!(r = exec(s, id, a, &rc)))
+		return rc;
+	n = PQntuples(r);
+	for (i = 0; rc == 0 && i < n; i++) {
+		if ((rc = read_cursor(s, r, i, &c)) == 0)
+			rc = cb(arg, &c);
+	}
+	PQclear(r);
+	return rc;
+}
+
+static int
+pg_cursor_ready(struct store *s, int64_t gid, int64_t upto, int64_t after_at,
+    int64_t after_pid, cursor_row_cb cb, void *arg)
+{
+	struct args a = { 0 };
+
+	a_int(&a, gid);
+	a_int(&a, upto);
+	a_int(&a, after_at);
+	a_int(&a, after_pid);
+	return cursor_walk(s, locked(s, ST_CUR_READY), &a, cb, arg);
+}
+
+static int
+pg_cursor_list_group(struct store *s, int64_t gid, cursor_row_cb cb,
+    void *arg)
+{
+	struct args a = { 0 };
+
+	a_int(&a, gid);
+	return cursor_walk(s, locked(s, ST_CUR_LIST_GROUP), &a, cb, arg);
+}
+
+static int
+pg_cursor_list_part(struct store *s, int64_t pid, cursor_row_cb cb, void *arg)
+{
+	struct args a = { 0 };
+
+	a_int(&a, pid);
+	return cursor_walk(s, locked(s, ST_CUR_LIST_PART), &a, cb, arg);
+}
+
+static int
+pg_cursor_wake(struct store *s, int64_t pid, int64_t at)
+{
+	struct args a = { 0 };
+
+	a_int(&a, pid);
+	a_int(&a, at);
+	return run(s, ST_CUR_WAKE, &a, NULL);
+}
+
+static int
+pg_cursor_delete_group(struct store *s, int64_t gid)
+{
+	struct args a = { 0 };
+
+	a_int(&a, gid);
+	return run(s, ST_CUR_DEL_GROUP, &a, NULL);
+}
+
+static int
+pg_cursor_min_committed(struct store *s, int64_t pid, int64_t *out)
+{
+	struct args a = { 0 };
+
+	a_int(&a, pid);
+	return one_int(s, ST_CUR_MIN, &a, out);
+}
+
+/* ---- messages and hash rows ---- */
+
+static int
+pg_msg_append(struct store *s, int64_t pid, int64_t off, int64_t at,
+    const char *txid, const char *trace, const void *payload, size_t len,
+    const struct hash128 *h)
+{
+	struct args a = { 0 }, b = { 0 };
+	int rc;
+
+	a_int(&a, PB(pid) + off);
+	a_int(&a, at);
+	a_str(&a, txid);
+	a_str(&a, trace);
+	a_bytes(&a, payload, len);
+	if ((rc = run(s, ST_MSG_APPEND, &a, NULL)) != 0)
+		return rc;
+	a_int(&b, PB(pid) + off);
+	a_bytes(&b, h->b, 16);
+	a_int(&b, at);
+	return run(s, ST_TXN_APPEND, &b, NULL);
+}
+
+static int
+pg_msg_scan(struct store *s, int64_t pid, int64_t from, size_t max,
+    bool payload, msg_row_cb cb, void *arg)
+{
+	struct args a = { 0 };
+	struct msg_row m;
+	PGresult *r;
+	int rc, i;
+
+	a_int(&a, PB(pid) + (from < 0 ? 0 : from));
+	a_int(&a, PB(pid) + MAX_OFFSET);
+	a_int(&a, max > INT32_MAX ? INT32_MAX : (int64_t)max);
+	r = exec(s, payload ? ST_MSG_SCAN : ST_MSG_SCAN_META, &a, &rc);
+	if (!r)
+		return rc;
+	for (i = 0; rc == 0 && i < PQntuples(r); i++) {
+		m.offset = col_int(r, i, 0) - PB(pid);
+		m.created_at = col_int(r, i, 1);
+		m.txid = col_str(r, i, 2);
+		m.trace_id = col_str(r, i, 3);
+		if (payload) {
+			m.payload = PQgetvalue(r, i, 4);
+			m.len = (size_t)PQgetlength(r, i, 4);
+		} else {
+			m.payload = NULL;
+			m.len = (size_t)col_int(r, i, 4);
+		}
+		rc = cb(arg, &m);
+	}
+	PQclear(r);
+	return rc;
+}
+
+static int
+pg_msg_time(struct store *s, int64_t pid, int64_t off, int64_t *at)
+{
+	struct args a = { 0 };
+
+	a_int(&a, PB(pid) + off);
+	return one_int(s, ST_MSG_TIME, &a, at);
+}
+
+/* The first row's two integers; -ENOENT when there is none. */
+static int
+two_ints(struct store *s, enum stmt id, const struct args *a, int64_t *x,
+    int64_t *y)
+{
+	int rc;
+	PGresult *r = exec(s, id, a, &rc);
+
+	if (!r)
+		return rc;
+	rc = PQntuples(r) ? 0 : -ENOENT;
+	if (rc == 0) {
+		*x = col_int(r, 0, 0);
+		if (y)
+			*y = col_int(r, 0, 1);
+	}
+	PQclear(r);
+	return rc;
+}
+
+static int
+pg_msg_next(struct store *s, int64_t pid, int64_t after, int64_t *off,
+    int64_t *at)
+{
+	struct args a = { 0 };
+	int rc;
+
+	a_int(&a, PB(pid) + (after < 0 ? 0 : after));
+	a_int(&a, PB(pid) + MAX_OFFSET);
+	if ((rc = two_ints(s, ST_MSG_NEXT, &a, off, at)) == 0)
+		*off -= PB(pid);
+	return rc;
+}
+
+static int
+pg_msg_count(struct store *s, int64_t pid, int64_t above, int64_t *out)
+{
+	struct args a = { 0 };
+
+	a_int(&a, PB(pid) + (above < 0 ? 0 : above));
+	a_int(&a, PB(pid) + MAX_OFFSET);
+	return one_int(s, ST_MSG_COUNT, &a, out);
+}
+
+static int
+purge_range(struct store *s, enum stmt id, int64_t pid, int64_t upto,
+    int64_t limit, int64_t *deleted)
+{
+	struct args a = { 0 };
+
+	a_int(&a, PB(pid));
+	a_int(&a, PB(pid) + upto);
+	a_int(&a, limit);
+	return run(s, id, &a, deleted);
+}
+
+static int
+pg_msg_purge(struct store *s, int64_t pid, int64_t upto, int64_t limit,
+    int64_t *deleted)
+{
+	return purge_range(s, ST_MSG_PURGE, pid, upto, limit, deleted);
+}
+
+static int
+pg_txn_find(struct store *s, int64_t pid, const struct hash128 *h,
+    int64_t lo, int64_t hi, bool highest, int64_t *off, int64_t *at)
+{
+	struct args a = { 0 };
+	int rc;
+
+	if (lo < 1)
+		lo = 1;
+	if (hi > MAX_OFFSET)
+		hi = MAX_OFFSET;
+	if (lo > hi)
+		return -ENOENT;
+	a_bytes(&a, h->b, 16);
+	a_int(&a, PB(pid) + lo);
+	a_int(&a, PB(pid) + hi);
+	rc = two_ints(s, highest ? ST_TXN_FIND_HI : ST_TXN_FIND_LO, &a, off,
+	    at);
+	if (rc == 0)
+		*off -= PB(pid);
+	return rc;
+}
+
+static int
+pg_txn_time(struct store *s, int64_t pid, int64_t off, int64_t *at)
+{
+	struct args a = { 0 };
+
+	a_int(&a, PB(pid) + off);
+	return one_int(s, ST_TXN_TIME, &a, at);
+}
+
+static int
+pg_txn_purge(struct store *s, int64_t pid, int64_t upto, int64_t limit,
+    int64_t *deleted)
+{
+	return purge_range(s, ST_TXN_PURGE, pid, upto, limit, deleted);
+}
+
+/* ---- dead letters ---- */
+
+static int
+pg_dlq_insert(struct store *s, const struct dlq_row *d)
+{
+	struct args a = { 0 };
+
+	a_int(&a, d->queue_id);
+	a_int(&a, d->partition_id);
+	a_text(&a, d->group);
+	a_int(&a, d->offset);
+	a_str(&a, d->txid);
+	a_bytes(&a, d->payload, d->len);
+	a_int(&a, d->created_at);
+	a_int(&a, d->failed_at);
+	a_int(&a, d->retry_count);
+	a_str(&a, d->error);
+	return run(s, ST_DLQ_INSERT, &a, NULL);
+}
+
+static int
+pg_dlq_list(struct store *s, int64_t qid, const char *group, bool payload,
+    queen_dlq_cb cb, void *arg)
+{
+	struct args a = { 0 };
+	struct queen_dlq_entry e;
+	PGresult *r;
+	int rc, i;
+
+	a_int(&a, qid);
+	a_text(&a, group);
+	r = exec(s, payload ? ST_DLQ_LIST : ST_DLQ_LIST_META, &a, &rc);
+	if (!r)
+		return rc;
+	for (i = 0; rc == 0 && i < PQntuples(r); i++) {
+		memset(&e, 0, sizeof(e));
+		e.id = col_int(r, i, 0);
+		col_text(r, i, 1, e.partition, sizeof(e.partition));
+		col_text(r, i, 2, e.group, sizeof(e.group));
+		e.txid = col_str(r, i, 3);
+		e.error = col_str(r, i, 4);
+		e.offset = col_int(r, i, 5);
+		e.retry_count = col_int(r, i, 6);
+		e.created_at = col_int(r, i, 7);
+		e.failed_at = col_int(r, i, 8);
+		if (payload) {
+			e.payload = PQgetvalue(r, i, 9);
+			e.len = (size_t)PQgetlength(r, i, 9);
+		} else {
+			e.len = (size_t)col_int(r, i, 9);
+		}
+		rc = cb(arg, &e);
+	}
+	PQclear(r);
+	return rc;
+}
+
+static int
+pg_dlq_count(struct store *s, int64_t qid, const char *group, int64_t *out)
+{
+	struct args a = { 0 };
+
+	a_int(&a, qid);
+	a_text(&a, group);
+	return one_int(s, ST_DLQ_COUNT, &a, out);
+}
+
+/* ---- KV ---- */
+
+/* value, version, expires_at, updated_at from column vcol on */
+static struct queen_kv_value *
+kv_copy(const PGresult *r, int vcol)
+{
+	struct queen_kv_value *v;
+	size_t len = (size_t)PQgetlength(r, 0, vcol);
+
+	v = malloc(sizeof(*v) + len + 1);
+	if (!v)
+		return NULL;
+	v->version = col_int(r, 0, vcol + 1);
+	v->expires_at = col_int(r, 0, vcol + 2);
+	v->updated_at = col_int(r, 0, vcol + 3);
+	v->len = len;
+	v->data = v + 1;
+	if (len)
+		memcpy(v + 1, PQgetvalue(r, 0, vcol), len);
+	((char *)(v + 1))[len] = '\0';
+	return v;
+}
+
+static int
+pg_kv_get(struct store *s, const char *ns, const char *key, int64_t now,
+    struct queen_kv_value **out)
+{
+	struct args a = { 0 };
+	PGresult *r;
+	int rc;
+
+	*out = NULL;
+	a_text(&a, ns);
+	a_text(&a, key);
+	a_int(&a, now);
+	if (!(r = exec(s, ST_KV_GET, &a, &rc)))
+		return rc;
+	if (PQntuples(r) == 0) {
+		PQclear(r);
+		return -ENOENT;
+	}
+	*out = kv_copy(r, 0);
+	PQclear(r);
+	return *out ? 0 : -ENOMEM;
+}
+
+static int
+pg_kv_put(struct store *s, const char *ns, const char *key, const void *data,
+    size_t len, int64_t expires_at, int64_t now)
+{
+	struct args a = { 0 };
+
+	a_text(&a, ns);
+	a_text(&a, key);
+	a_bytes(&a, data, len);
+	a_int(&a, expires_at);
+	a_int(&a, now);
+	return run(s, ST_KV_PUT, &a, NULL);
+}
+
+static int
+pg_kv_delete(struct store *s, const char *ns, const char *key, int64_t now)
+{
+	struct args a = { 0 };
+
+	a_text(&a, ns);
+	a_text(&a, key);
+	a_int(&a, now);
+	return changed_or_enoent(s, ST_KV_DELETE, &a);
+}
+
+static int
+pg_kv_set_expiry(struct store *s, const char *ns, const char *key,
+    int64_t expires_at, int64_t now)
+{
+	struct args a = { 0 };
+
+	a_text(&a, ns);
+	a_text(&a, key);
+	a_int(&a, now);
+	a_int(&a, expires_at);
+	return changed_or_enoent(s, ST_KV_EXPIRY, &a);
+}
+
+static int
+pg_kv_list(struct store *s, const char *ns, int64_t now, queen_kv_cb cb,
+    void *arg)
+{
+	struct args a = { 0 };
+	struct queen_kv_value v;
+	PGresult *r;
+	int rc, i;
+
+	a_text(&a, ns);
+	a_int(&a, now);
+	if (!(r = exec(s, ST_KV_LIST, &a, &rc)))
+		return rc;
+	for (i = 0; rc == 0 && i < PQntuples(r); i++) {
+		v.data = PQgetvalue(r, i, 1);
+		v.len = (size_t)PQgetlength(r, i, 1);
+		v.version = col_int(r, i, 2);
+		v.expires_at = col_int(r, i, 3);
+		v.updated_at = col_int(r, i, 4);
+		rc = cb(arg, col_str(r, i, 0), &v);
+	}
+	PQclear(r);
+	return rc;
+}
+
+static int
+pg_kv_purge(struct store *s, int64_t now, int64_t limit, int64_t *deleted)
+{
+	struct args a = { 0 };
+
+	a_int(&a, now);
+	a_int(&a, limit);
+	return run(s, ST_KV_PURGE, &a, deleted);
+}
+
+static int
+pg_ns_get(struct store *s, const char *ns, struct queen_owner *o)
+{
+	struct args a = { 0 };
+	PGresult *r;
+	int rc;
+
+	a_text(&a, ns);
+	if (!(r = exec(s, ST_NS_GET, &a, &rc)))
+		return rc;
+	rc = PQntuples(r) ? 0 : -ENOENT;
+	if (rc == 0) {
+		o->uid = (uid_t)col_int(r, 0, 0);
+		o->gid = (gid_t)col_int(r, 0, 1);
+		o->mode = (mode_t)col_int(r, 0, 2);
+	}
+	PQclear(r);
+	return rc;
+}
+
+static int
+pg_ns_put(struct store *s, const char *ns, const struct queen_owner *o,
+    int64_t now)
+{
+	struct args a = { 0 };
+
+	a_text(&a, ns);
+	a_int(&a, o->uid);
+	a_int(&a, o->gid);
+	a_int(&a, o->mode);
+	a_int(&a, now);
+	return run(s, ST_NS_PUT, &a, NULL);
+}
+
+static int
+pg_ns_delete(struct store *s, const char *ns)
+{
+	struct args a = { 0 };
+
+	a_text(&a, ns);
+	return changed_or_enoent(s, ST_NS_DELETE, &a);
+}
+
+static int
+pg_ns_list(struct store *s, int64_t now, queen_name_cb cb, void *arg)
+{
+	struct args a = { 0 };
+	PGresult *r;
+	int rc, i;
+
+	a_int(&a, now);
+	if (!(r = exec(s, ST_NS_LIST, &a, &rc)))
+		return rc;
+	for (i = 0; rc == 0 && i < PQntuples(r); i++)
+		rc = cb(arg, col_str(r, i, 0));
+	PQclear(r);
+	return rc;
+}
+
+/* ---- timers ---- */
+
+static struct queen_timer_info *
+timer_copy(const PGresult *r, bool payload)
+{
+	struct queen_timer_info *t;
+	size_t len = (size_t)PQgetlength(r, 0, 4);
+
+	t = calloc(1, sizeof(*t) + (payload ? len : 0) + 1);
+	if (!t)
+		return NULL;
+	col_text(r, 0, 0, t->key, sizeof(t->key));
+	col_text(r, 0, 1, t->partition, sizeof(t->partition));
+	t->due_at = col_int(r, 0, 2);
+	t->created_at = col_int(r, 0, 3);
+	t->len = len;
+	t->payload = t + 1;
+	if (payload && len)
+		memcpy(t + 1, PQgetvalue(r, 0, 4), len);
+	return t;
+}
+
+static int
+pg_timer_put(struct store *s, int64_t qid, const char *key, const char *part,
+    int64_t due_at, const void *payload, size_t len, int64_t now)
+{
+	struct args a = { 0 };
+
+	a_int(&a, qid);
+	a_text(&a, key);
+	a_text(&a, part);
+	a_int(&a, due_at);
+	a_bytes(&a, payload, len);
+	a_int(&a, now);
+	return run(s, ST_TIMER_PUT, &a, NULL);
+}
+
+static int
+pg_timer_delete(struct store *s, int64_t qid, const char *key)
+{
+	struct args a = { 0 };
+
+	a_int(&a, qid);
+	a_text(&a, key);
+	return changed_or_enoent(s, ST_TIMER_DELETE, &a);
+}
+
+static int
+one_timer(struct store *s, enum stmt id, const struct args *a, bool payload,
+    int64_t *qid, struct queen_timer_info **out)
+{
+	PGresult *r;
+	int rc;
+
+	*out = NULL;
+	if (!(r = exec(s, id, a, &rc)))
+		return rc;
+	if (PQntuples(r) == 0) {
+		PQclear(r);
+		return -ENOENT;
+	}
+	if (qid)
+		*qid = col_int(r, 0, 5);
+	*out = timer_copy(r, payload);
+	PQclear(r);
+	return *out ? 0 : -ENOMEM;
+}
+
+static int
+pg_timer_get(struct store *s, int64_t qid, const char *key, bool payload,
+    struct queen_timer_info **out)
+{
+	struct args a = { 0 };
+
+	a_int(&a, qid);
+	a_text(&a, key);
+	return one_timer(s, ST_TIMER_GET, &a, payload, NULL, out);
+}
+
+static int
+pg_timer_list(struct store *s, int64_t qid, queen_timer_cb cb, void *arg)
+{
+	struct args a = { 0 };
+	struct queen_timer_info t;
+	PGresult *r;
+	int rc, i;
+
+	a_int(&a, qid);
+	if (!(r = exec(s, ST_TIMER_LIST, &a, &rc)))
+		return rc;
+	for (i = 0; rc == 0 && i < PQntuples(r); i++) {
+		memset(&t, 0, sizeof(t));
+		col_text(r, i, 0, t.key, sizeof(t.key));
+		col_text(r, i, 1, t.partition, sizeof(t.partition));
+		t.due_at = col_int(r, i, 2);
+		t.created_at = col_int(r, i, 3);
+		t.payload = PQgetvalue(r, i, 4);
+		t.len = (size_t)PQgetlength(r, i, 4);
+		rc = cb(arg, &t);
+	}
+	PQclear(r);
+	return rc;
+}
+
+static int
+pg_timer_due(struct store *s, int64_t now, int64_t *qid,
+    struct queen_timer_info **out)
+{
+	struct args a = { 0 };
+
+	a_int(&a, now);
+	return one_timer(s, ST_TIMER_DUE, &a, true, qid, out);
+}
+
+/* ---- wake-ups across mounts ---- */
+
+/* Sent with the pushing transaction: delivered at its commit. */
+static int
+pg_notify(struct store *s, const char *queue)
+{
+	struct args a = { 0 };
+
+	a_text(&a, queue);
+	return run(s, ST_NOTIFY, &a, NULL);
+}
+
+static int
+pg_event_fd(struct store *s)
+{
+	int rc, fd;
+
+	if (s->broken && !s->in_tx && (rc = reconnect(s)) != 0)
+		return rc;
+	if (!s->listening) {
+		if ((rc = simple(s, "LISTEN " CHANNEL)) != 0)
+			return rc;
+		s->listening = true;
+	}
+	fd = PQsocket(s->c);
+	if (fd < 0) {
+		snprintf(s->err, sizeof(s->err), "no connection");
+		s->broken = true;
+		return -EIO;
+	}
+	return fd;
+}
+
+static int
+pg_events(struct store *s, queen_name_cb cb, void *arg)
+{
+	PGnotify *n;
+	int rc = 0;
+
+	if (!PQconsumeInput(s->c))
+		return fail(s, NULL);
+	while (rc == 0 && (n = PQnotifies(s->c)) != NULL) {
+		if (strcmp(n->relname, CHANNEL) == 0)
+			rc = cb(arg, n->extra);
+		PQfreemem(n);
+	}
+	return rc;
+}
+
+static const struct store_ops pg_ops = {
+	.close = pg_close,
+	.errmsg = pg_errmsg,
+	.io_failed = pg_io_failed,
+	.begin = pg_begin,
+	.commit = pg_commit,
+	.rollback = pg_rollback,
+	.savepoint = pg_savepoint,
+	.release = pg_release,
+	.rollback_to = pg_rollback_to,
+	.queue_get = pg_queue_get,
+	.queue_by_id = pg_queue_by_id,
+	.queue_insert = pg_queue_insert,
+	.queue_update = pg_queue_update,
+	.queue_delete = pg_queue_delete,
+	.queue_list = pg_queue_list,
+	.queue_usage = pg_queue_usage,
+	.part_get = pg_part_get,
+	.part_by_id = pg_part_by_id,
+	.part_by_uuid = pg_part_by_uuid,
+	.part_insert = pg_part_insert,
+	.part_update = pg_part_update,
+	.part_list = pg_part_list,
+	.group_get = pg_group_get,
+	.group_by_id = pg_group_by_id,
+	.group_insert = pg_group_insert,
+	.group_update = pg_group_update,
+	.group_delete = pg_group_delete,
+	.group_list = pg_group_list,
+	.cursor_get = pg_cursor_get,
+	.cursor_put = pg_cursor_put,
+	.cursor_by_lease = pg_cursor_by_lease,
+	.cursor_ready = pg_cursor_ready,
+	.cursor_list_group = pg_cursor_list_group,
+	.cursor_list_part = pg_cursor_list_part,
+	.cursor_wake = pg_cursor_wake,
+	.cursor_delete_group = pg_cursor_delete_group,
+	.cursor_min_committed = pg_cursor_min_committed,
+	.msg_append = pg_msg_append,
+	.msg_scan = pg_msg_scan,
+	.msg_time = pg_msg_time,
+	.msg_next = pg_msg_next,
+	.msg_count = pg_msg_count,
+	.msg_purge = pg_msg_purge,
+	.txn_find = pg_txn_find,
+	.txn_time = pg_txn_time,
+	.txn_purge = pg_txn_purge,
+	.dlq_insert = pg_dlq_insert,
+	.dlq_list = pg_dlq_list,
+	.dlq_count = pg_dlq_count,
+	.kv_get = pg_kv_get,
+	.kv_put = pg_kv_put,
+	.kv_delete = pg_kv_delete,
+	.kv_set_expiry = pg_kv_set_expiry,
+	.kv_list = pg_kv_list,
+	.kv_purge = pg_kv_purge,
+	.ns_get = pg_ns_get,
+	.ns_put = pg_ns_put,
+	.ns_delete = pg_ns_delete,
+	.ns_list = pg_ns_list,
+	.timer_put = pg_timer_put,
+	.timer_delete = pg_timer_delete,
+	.timer_get = pg_timer_get,
+	.timer_list = pg_timer_list,
+	.timer_due = pg_timer_due,
+	.notify = pg_notify,
+	.event_fd = pg_event_fd,
+	.events = pg_events,
+};
 
 int
 pg_open(const struct queen_options *opt, struct store **out,
     const struct store_ops **ops, char *err, size_t errlen)
 {
-	(void)ops;
+	struct store *s;
+	int rc;
+
 	*out = NULL;
-	snprintf(err, errlen, "%s: PostgreSQL support is not built in",
-	    opt->path);
-	return -ENOTSUP;
+	if ((unsigned)opt->sync > QUEEN_SYNC_OFF)
+		return -EINVAL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->ro = opt->read_only;
+	s->sync = opt->sync;
+	s->c = PQconnectdb(opt->path);
+	if (!s->c) {
+		rc = -ENOMEM;
+		goto out_close;
+	}
+	PQsetNoticeProcessor(s->c, no_notices, NULL);
+	if (PQstatus(s->c) != CONNECTION_OK) {
+		rc = fail(s, NULL);
+		if (strstr(s->err, "password") || strstr(s->err, "permission"))
+			rc = -EACCES;
+		snprintf(err, errlen, "%s", s->err);
+		goto out_close;
+	}
+	if ((rc = session(s)) != 0) {
+		snprintf(err, errlen, "%s", s->err);
+		goto out_close;
+	}
+	if (!s->ro && (rc = pg_schema_migrate(s->c, err, errlen)) != 0)
+		goto out_close;
+	*out = s;
+	*ops = &pg_ops;
+	return 0;
+
+out_close:
+	pg_close(s);
+	return rc;
 }

@@ -153,6 +153,9 @@ push_items(struct queen *q, const struct queen_push_item *items, size_t n,
 		if (!c.woken) {
 			if ((rc = q->ops->cursor_wake(q->st, c.p.id, at)) != 0)
 				break;
+			if (q->ops->notify &&
+			    (rc = q->ops->notify(q->st, c.qr.name)) != 0)
+				break;
 			c.woken = true;
 		}
 		c.p.tail = off;

@@ -521,6 +521,27 @@ int queen_kv_ns_get(struct queen *q, const char *ns, struct queen_owner *own);
 int queen_kv_ns_set_owner(struct queen *q, const char *ns,
     const struct queen_owner *own);
 
+/* ---- wake-ups across mounts ---- */
+
+/*
+ * queen_event_fd - a descriptor that becomes readable when another handle
+ * on the same store (another process or host) commits a push; the first
+ * call starts listening.  Before polling it, call queen_events: the store
+ * may already have read announcements off it during other calls.  The
+ * descriptor may change after a lost connection is re-established, so ask
+ * again after a storage error.  Returns the descriptor, or -ENOTSUP when
+ * the store has no such channel (SQLite: one file, one writer), -EIO.
+ */
+int queen_event_fd(struct queen *q);
+
+/*
+ * queen_events - drain the announcements received so far, calling cb with
+ * the queue name of each (a queue may come more than once; pushes to it
+ * may have been committed by this handle too).  Never blocks.  Returns 0,
+ * the callback's non-zero value, -ENOTSUP as above, or -EIO.
+ */
+int queen_events(struct queen *q, queen_name_cb cb, void *arg);
+
 /* ---- timers ---- */
 
 struct queen_timer_info {

@@ -1,10 +1,13 @@
 /*
- * tap.c - TAP output and the store fixture for the unit tests.
+ * tap.c - TAP output and the store fixture for the unit tests: a file in
+ * a fresh temp dir, or under QUEEN_TEST_PG a fresh PostgreSQL schema.
  */
+#include <libpq-fe.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "tap.h"
@@ -137,6 +140,62 @@ fix_reopen(struct fix *f)
 	return f->q;
 }
 
+bool
+fix_is_pg(void)
+{
+	const char *uri = getenv("QUEEN_TEST_PG");
+
+	return uri && uri[0];
+}
+
+/* A schema of its own for this case, named in the connection string. */
+static void
+pg_path(struct fix *f)
+{
+	const char *uri = getenv("QUEEN_TEST_PG");
+	unsigned char b[8];
+	size_t i;
+
+	if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b)) {
+		perror("getrandom");
+		exit(1);
+	}
+	strcpy(f->schema, "q_");
+	for (i = 0; i < sizeof(b); i++)
+		sprintf(f->schema + 2 + 2 * i, "%02x", b[i]);
+	if ((size_t)snprintf(f->path, sizeof(f->path),
+	    "%s%coptions=-csearch_path%%3D%s", uri,
+	    strchr(uri, '?') ? '&' : '?', f->schema) >= sizeof(f->path)) {
+		diag("QUEEN_TEST_PG is too long");
+		exit(1);
+	}
+}
+
+static void
+no_notices(void *arg, const char *msg)
+{
+	(void)arg;
+	(void)msg;
+}
+
+static void
+pg_drop(struct fix *f)
+{
+	PGconn *c = PQconnectdb(getenv("QUEEN_TEST_PG"));
+	PGresult *r;
+	char sql[80];
+
+	PQsetNoticeProcessor(c, no_notices, NULL);
+	snprintf(sql, sizeof(sql), "DROP SCHEMA IF EXISTS %s CASCADE",
+	    f->schema);
+	r = PQstatus(c) == CONNECTION_OK ? PQexec(c, sql) : NULL;
+	if (PQresultStatus(r) != PGRES_COMMAND_OK)
+		diag("could not drop schema %s: %s", f->schema,
+		    PQerrorMessage(c));
+	PQclear(r);
+	PQfinish(c);
+}
+
 struct queen *
 fix_open(struct fix *f, const char *name)
 {
@@ -149,7 +208,10 @@ fix_open(struct fix *f, const char *name)
 		perror("mkdtemp");
 		exit(1);
 	}
-	snprintf(f->path, sizeof(f->path), "%s/q.db", f->dir);
+	if (fix_is_pg())
+		pg_path(f);
+	else
+		snprintf(f->path, sizeof(f->path), "%s/q.db", f->dir);
 	f->now = 1700000000000LL;
 	f->failed_before = nfailed;
 	return fix_reopen(f);
@@ -163,9 +225,12 @@ fix_close(struct fix *f)
 	queen_close(f->q);
 	f->q = NULL;
 	if (nfailed != f->failed_before) {
-		diag("left %s for inspection", f->dir);
+		diag("left %s for inspection", f->schema[0] ? f->schema :
+		    f->dir);
 		return;
 	}
+	if (f->schema[0])
+		pg_drop(f);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
 	if (system(cmd) != 0)
 		diag("could not remove %s", f->dir);

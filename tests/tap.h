@@ -2,10 +2,12 @@
  * tap.h - a tiny TAP producer for the unit tests (plan, ok, is, diag).
  * Also the per-case fixture: a fresh temp dir with a fresh store and a
  * clock the test drives.  Failing cases leave their dir for inspection.
+ * QUEEN_TEST_PG runs the same cases on PostgreSQL.
  */
 #ifndef TAP_H
 #define TAP_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "../core/queen.h"
@@ -33,6 +35,7 @@ struct fix {
 	int64_t now;      /* the clock the store sees, ms */
 	struct queen *q;
 	int failed_before;
+	char schema[40];  /* under QUEEN_TEST_PG: this case's schema */
 };
 
 /* Opens a fresh store in a fresh dir with the fixture clock at t0. */
@@ -41,5 +44,11 @@ struct queen *fix_open(struct fix *f, const char *name);
 struct queen *fix_reopen(struct fix *f);
 /* Closes; removes the dir unless a test failed since fix_open. */
 void fix_close(struct fix *f);
+/*
+ * With QUEEN_TEST_PG set to a libpq URI the fixture's store is a fresh
+ * PostgreSQL schema on that server instead of a file (dropped again by
+ * fix_close); true then.
+ */
+bool fix_is_pg(void);
 
 #endif

@@ -1,0 +1,412 @@
+/*
+ * t-pgmulti.c - several handles on one PostgreSQL store, as several
+ * mounts would be: pushes seen across handles, one lease per (partition,
+ * group) across connections and processes, acks through another handle,
+ * wake-ups by NOTIFY, racing creation, and a lost connection.  Skips
+ * unless QUEEN_TEST_PG is set (tests/pg.sh sets it).
+ */
+#include <errno.h>
+#include <libpq-fe.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "qtest.h"
+#include "tap.h"
+
+#define Q "multi"
+#define NMSG 60
+
+static int64_t
+my_clock(void *arg)
+{
+	return ((struct fix *)arg)->now;
+}
+
+/* A second handle on the fixture's store: another connection. */
+static struct queen *
+open_other(struct fix *f, const char *app)
+{
+	struct queen_options o = { 0 };
+	struct queen *q = NULL;
+	char path[400];
+	int rc;
+
+	snprintf(path, sizeof(path), "%s%s%s", f->path,
+	    app ? "&application_name=" : "", app ? app : "");
+	o.path = path;
+	o.sync = QUEEN_SYNC_OFF;
+	o.clock = my_clock;
+	o.clock_arg = f;
+	if ((rc = queen_open(&o, &q)) != 0) {
+		diag("queen_open(%s): %d", path, rc);
+		exit(1);
+	}
+	return q;
+}
+
+static void
+test_cross_handles(void)
+{
+	struct fix f;
+	struct queen *a = fix_open(&f, "pgm-cross");
+	struct queen *b = open_other(&f, NULL);
+	struct queen_batch *ba = NULL, *bb = NULL;
+	struct queen_ack_result r;
+	int rc;
+
+	is_int(push1(a, Q, NULL, "m1", "one"), 1, "cross: push through a");
+	is_int(push1(a, Q, NULL, "m2", "two"), 2, "cross: push through a");
+	rc = pop1(b, Q, NULL, NULL, 1, &bb);
+	is_int(rc, 0, "cross: pop through b");
+	if (rc == 0) {
+		is_int(bb->msgs[0].offset, 1, "cross: b gets offset 1");
+		ok(bb->msgs[0].len == 3 &&
+		    memcmp(bb->msgs[0].payload, "one", 3) == 0,
+		    "cross: payload intact");
+	} else {
+		skip(2, "no batch");
+	}
+	is_int(pop1(a, Q, NULL, NULL, 1, &ba), -EAGAIN,
+	    "cross: a's pop is -EAGAIN while b holds the lease");
+	is_int(lease_count(a, Q, NULL), 1, "cross: a sees b's lease");
+	rc = ack1(a, Q, NULL, NULL, "m1", "completed",
+	    bb ? bb->lease_id : "x", &r);
+	ok(rc == 0 && r.success, "cross: a acks b's lease (%s)", r.error);
+	is_int(committed(b, Q, NULL, NULL), 1, "cross: b sees the ack");
+	queen_batch_free(bb);
+	bb = NULL;
+
+	/* a lease taken in an open transaction: the row is locked, and the
+	 * other handle skips the partition without waiting */
+	is_int(queen_batch_begin(a), 0, "cross: a opens a batch");
+	rc = pop1(a, Q, NULL, NULL, 1, &ba);
+	is_int(rc, 0, "cross: a pops m2 inside it");
+	is_int(pop1(b, Q, NULL, NULL, 1, &bb), -EAGAIN,
+	    "cross: b's pop skips the locked partition (-EAGAIN)");
+	is_int(queen_batch_commit(a), 0, "cross: a commits");
+	is_int(pop1(b, Q, NULL, NULL, 1, &bb), -EAGAIN,
+	    "cross: and after the commit the lease holds (-EAGAIN)");
+	queen_batch_free(ba);
+	queen_close(b);
+	fix_close(&f);
+}
+
+/* Child: pop (and ack) until the queue is drained; offsets to fd. */
+static int
+drain_child(struct fix *f, int fd, int start, const char *group)
+{
+	struct queen *q = open_other(f, NULL);
+	struct queen_batch *b;
+	struct queen_ack_result r;
+	int64_t off;
+	char c;
+	int rc, idle = 0;
+
+	if (read(start, &c, 1) != 1)
+		return 2;
+	while (idle < 200) {
+		rc = pop1(q, Q, NULL, group, 1, &b);
+		if (rc == -EAGAIN) {
+			if (committed(q, Q, group, NULL) >= NMSG)
+				break;
+			idle++;
+			usleep(2000);
+			continue;
+		}
+		if (rc != 0)
+			return 3;
+		idle = 0;
+		off = b->msgs[0].offset;
+		rc = ack1(q, Q, NULL, group, b->msgs[0].txid, "completed",
+		    b->lease_id, &r);
+		queen_batch_free(b);
+		if (rc != 0 || !r.success)
+			return 4;
+		if (write(fd, &off, sizeof(off)) != (ssize_t)sizeof(off))
+			return 5;
+	}
+	queen_close(q);
+	return 0;
+}
+
+/* Child: one pop, no ack; writes 1 if it got a lease. */
+static int
+once_child(struct fix *f, int fd, int start)
+{
+	struct queen *q = open_other(f, NULL);
+	struct queen_batch *b;
+	char c, got;
+	int rc;
+
+	if (read(start, &c, 1) != 1)
+		return 2;
+	rc = pop1(q, Q, NULL, "g1", 1, &b);
+	got = rc == 0;
+	if (rc == 0)
+		queen_batch_free(b);
+	else if (rc != -EAGAIN)
+		return 3;
+	if (write(fd, &got, 1) != 1)
+		return 5;
+	queen_close(q);
+	return 0;
+}
+
+static pid_t
+spawn(struct fix *f, int mode, int out[2], int start[2], const char *group)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		close(out[0]);
+		close(start[1]);
+		_exit(mode ? drain_child(f, out[1], start[0], group) :
+		    once_child(f, out[1], start[0]));
+	}
+	return pid;
+}
+
+static int
+reap(pid_t pid)
+{
+	int st;
+
+	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
+		return -1;
+	return WEXITSTATUS(st);
+}
+
+static void
+test_processes(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "pgm-procs");
+	int out[2], start[2], seen[NMSG + 1], i, dups = 0, missing = 0;
+	int leases = 0, round;
+	pid_t p1, p2;
+	int64_t off;
+	char got;
+
+	is_int(pushn(q, Q, NULL, "m", NMSG), 0, "procs: pushed");
+	queen_close(q);
+	f.q = NULL;
+	/* two processes pop at once, without acking: one lease at most */
+	for (round = 0; round < 5; round++) {
+		if (pipe(out) || pipe(start))
+			exit(1);
+		fflush(stdout);
+		p1 = spawn(&f, 0, out, start, NULL);
+		p2 = spawn(&f, 0, out, start, NULL);
+		close(out[1]);
+		close(start[0]);
+		if (write(start[1], "xx", 2) != 2)
+			exit(1);
+		close(start[1]);
+		leases = 0;
+		while (read(out[0], &got, 1) == 1)
+			leases += got;
+		close(out[0]);
+		ok(reap(p1) == 0 && reap(p2) == 0, "procs: round %d: children "
+		    "ran", round);
+		is_int(leases, round == 0 ? 1 : 0, "procs: round %d: %d "
+		    "lease(s) between two processes", round, round == 0);
+	}
+	/* two processes drain a 1-partition queue: each offset once */
+	memset(seen, 0, sizeof(seen));
+	if (pipe(out) || pipe(start))
+		exit(1);
+	fflush(stdout);
+	p1 = spawn(&f, 1, out, start, "drain");
+	p2 = spawn(&f, 1, out, start, "drain");
+	close(out[1]);
+	close(start[0]);
+	if (write(start[1], "xx", 2) != 2)
+		exit(1);
+	close(start[1]);
+	while (read(out[0], &off, sizeof(off)) == (ssize_t)sizeof(off)) {
+		if (off >= 1 && off <= NMSG && seen[off]++)
+			dups++;
+	}
+	close(out[0]);
+	i = reap(p1);
+	ok(i == 0, "drain: first child exit %d", i);
+	i = reap(p2);
+	ok(i == 0, "drain: second child exit %d", i);
+	for (i = 1; i <= NMSG; i++)
+		missing += !seen[i];
+	is_int(dups, 0, "drain: no offset delivered twice");
+	is_int(missing, 0, "drain: every offset delivered");
+	fix_reopen(&f);
+	fix_close(&f);
+}
+
+/* Two processes create the same queue, partition and group at once. */
+static int
+race_child(struct fix *f, int start, int who)
+{
+	struct queen *q = open_other(f, NULL);
+	struct queen_batch *b;
+	char txid[32], c;
+	int i, rc;
+
+	if (read(start, &c, 1) != 1)
+		return 2;
+	for (i = 0; i < 20; i++) {
+		snprintf(txid, sizeof(txid), "c%d-%d", who, i);
+		if (push1(q, "fresh", "p", txid, txid) < 0)
+			return 3;
+	}
+	rc = pop1(q, "fresh", NULL, "newgroup", 1, &b);
+	if (rc == 0)
+		queen_batch_free(b);
+	else if (rc != -EAGAIN)
+		return 4;
+	queen_close(q);
+	return 0;
+}
+
+static void
+test_create_race(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "pgm-race");
+	int start[2], i, rc;
+	pid_t p[2];
+
+	if (pipe(start))
+		exit(1);
+	fflush(stdout);
+	for (i = 0; i < 2; i++) {
+		if ((p[i] = fork()) == 0) {
+			close(start[1]);
+			_exit(race_child(&f, start[0], i));
+		}
+	}
+	close(start[0]);
+	if (write(start[1], "xx", 2) != 2)
+		exit(1);
+	close(start[1]);
+	for (i = 0; i < 2; i++) {
+		rc = reap(p[i]);
+		is_int(rc, 0, "race: child %d pushed and popped", i);
+	}
+	is_int(tail_of(q, "fresh", "p"), 40, "race: one partition, 40 "
+	    "messages");
+	is_int(lease_count(q, "fresh", "newgroup"), 1,
+	    "race: one group, one lease");
+	fix_close(&f);
+}
+
+struct names {
+	char got[8][QUEEN_NAME_MAX + 1];
+	int n;
+};
+
+static int
+name_cb(void *arg, const char *name)
+{
+	struct names *nm = arg;
+
+	if (nm->n < 8)
+		snprintf(nm->got[nm->n++], sizeof(nm->got[0]), "%s", name);
+	return 0;
+}
+
+static void
+test_events(void)
+{
+	struct fix f;
+	struct queen *a = fix_open(&f, "pgm-events");
+	struct queen *b = open_other(&f, NULL);
+	struct queen *lite = NULL;
+	struct queen_options o = { 0 };
+	struct names nm;
+	struct pollfd pfd;
+	char path[320];
+	int fd, rc, i, found = 0;
+
+	fd = queen_event_fd(b);
+	ok(fd >= 0, "events: b has a descriptor (%d)", fd);
+	memset(&nm, 0, sizeof(nm));
+	is_int(queen_events(b, name_cb, &nm), 0, "events: drain, none yet");
+	is_int(nm.n, 0, "events: nothing before a push");
+	is_int(queen_batch_begin(a), 0, "events: a opens a batch");
+	push1(a, "evq", NULL, "e1", "x");
+	pfd.fd = fd;
+	pfd.events = POLLIN;
+	is_int(poll(&pfd, 1, 200), 0, "events: nothing before the commit");
+	is_int(queen_batch_commit(a), 0, "events: a commits");
+	rc = poll(&pfd, 1, 5000);
+	is_int(rc, 1, "events: b's descriptor is readable");
+	is_int(queen_events(b, name_cb, &nm), 0, "events: drained");
+	for (i = 0; i < nm.n; i++)
+		found += strcmp(nm.got[i], "evq") == 0;
+	ok(found >= 1, "events: the queue name arrived (%d names)", nm.n);
+
+	snprintf(path, sizeof(path), "%s/lite.db", f.dir);
+	o.path = path;
+	o.sync = QUEEN_SYNC_OFF;
+	if (queen_open(&o, &lite) == 0) {
+		is_int(queen_event_fd(lite), -ENOTSUP,
+		    "events: SQLite has no descriptor");
+		is_int(queen_events(lite, name_cb, &nm), -ENOTSUP,
+		    "events: nor events");
+		queen_close(lite);
+	} else {
+		ok(0, "events: SQLite store opens");
+	}
+	queen_close(b);
+	fix_close(&f);
+}
+
+/* The server drops a's connection; a's next call reconnects. */
+static void
+test_lost_connection(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "pgm-lost");
+	struct queen *a;
+	char app[40], sql[160], why[200] = "";
+	PGconn *c;
+	PGresult *r;
+
+	snprintf(app, sizeof(app), "queen_lost_%d", (int)getpid());
+	a = open_other(&f, app);
+	is_int(push1(a, Q, NULL, "m1", "x"), 1, "lost: push");
+	c = PQconnectdb(getenv("QUEEN_TEST_PG"));
+	snprintf(sql, sizeof(sql), "SELECT pg_terminate_backend(pid) FROM "
+	    "pg_stat_activity WHERE application_name = '%s'", app);
+	r = PQexec(c, sql);
+	ok(PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1,
+	    "lost: a's backend terminated");
+	PQclear(r);
+	PQfinish(c);
+	usleep(100000);
+	is_int(push1(a, Q, NULL, "m2", "x"), 2,
+	    "lost: the next push reconnects and lands");
+	ok(!queen_failed(a, why, sizeof(why)), "lost: a is not failed (%s)",
+	    why);
+	is_int(tail_of(q, Q, NULL), 2, "lost: the other handle sees it");
+	queen_close(a);
+	fix_close(&f);
+}
+
+int
+main(void)
+{
+	if (!fix_is_pg()) {
+		printf("1..0 # SKIP QUEEN_TEST_PG is not set\n");
+		return 0;
+	}
+	plan_lazy();
+	test_cross_handles();
+	test_processes();
+	test_create_race();
+	test_events();
+	test_lost_connection();
+	return done_testing();
+}
