@@ -264,6 +264,9 @@ struct store_ops {
 	int (*notify)(struct store *st, const char *queue);
 	int (*event_fd)(struct store *st);
 	int (*events)(struct store *st, queen_name_cb cb, void *arg);
+	/* durable false: the next transactions need not reach the disk
+	 * before commit returns (outside a transaction; NULL: ignored) */
+	int (*set_durable)(struct store *st, bool durable);
 };
 
 struct queen {

@@ -254,7 +254,15 @@ struct store {
 	sqlite3 *db;
 	sqlite3_stmt *st[ST__N];
 	int last_rc;
+	enum queen_sync sync;   /* as opened */
+	bool lazy;              /* synchronous is OFF for now */
 	char err[256];
+};
+
+static const char *const sync_sql[] = {
+	[QUEEN_SYNC_FULL] = "PRAGMA synchronous = FULL",
+	[QUEEN_SYNC_NORMAL] = "PRAGMA synchronous = NORMAL",
+	[QUEEN_SYNC_OFF] = "PRAGMA synchronous = OFF",
 };
 
 int
@@ -1574,6 +1582,24 @@ s_timer_due(struct store *s, int64_t now, int64_t *qid,
 	return *out ? 0 : -ENOMEM;
 }
 
+/*
+ * WAL frames committed with synchronous OFF reach the disk with the next
+ * synced commit; until then a crash may lose them (and only them).
+ */
+static int
+s_set_durable(struct store *s, bool durable)
+{
+	bool lazy = !durable && s->sync != QUEEN_SYNC_OFF;
+
+	if (lazy == s->lazy)
+		return 0;
+	if (sqlite3_exec(s->db, lazy ? sync_sql[QUEEN_SYNC_OFF] :
+	    sync_sql[s->sync], NULL, NULL, NULL) != SQLITE_OK)
+		return fail(s, SQLITE_ERROR);
+	s->lazy = lazy;
+	return 0;
+}
+
 static const struct store_ops sqlite_ops = {
 	.close = s_close,
 	.errmsg = s_errmsg,
@@ -1639,17 +1665,13 @@ static const struct store_ops sqlite_ops = {
 	.timer_get = s_timer_get,
 	.timer_list = s_timer_list,
 	.timer_due = s_timer_due,
+	.set_durable = s_set_durable,
 };
 
 /* Pragmas, in one place. */
 static int
 configure(struct store *s, const struct queen_options *opt)
 {
-	static const char *const sync[] = {
-		[QUEEN_SYNC_FULL] = "PRAGMA synchronous = FULL",
-		[QUEEN_SYNC_NORMAL] = "PRAGMA synchronous = NORMAL",
-		[QUEEN_SYNC_OFF] = "PRAGMA synchronous = OFF",
-	};
 	char *msg = NULL;
 	int rc;
 
@@ -1663,7 +1685,8 @@ configure(struct store *s, const struct queen_options *opt)
 		rc = sqlite3_exec(s->db, "PRAGMA journal_mode = WAL", NULL, NULL,
 		    &msg);
 	if (rc == SQLITE_OK)
-		rc = sqlite3_exec(s->db, sync[opt->sync], NULL, NULL, &msg);
+		rc = sqlite3_exec(s->db, sync_sql[opt->sync], NULL, NULL,
+		    &msg);
 	if (rc != SQLITE_OK) {
 		snprintf(s->err, sizeof(s->err), "%s",
 		    msg ? msg : sqlite3_errmsg(s->db));
@@ -1696,6 +1719,7 @@ db_open(const struct queen_options *opt, struct store **out,
 		rc = db_errno(s->db ? sqlite3_extended_errcode(s->db) : rc);
 		goto out_close;
 	}
+	s->sync = opt->sync;
 	if ((rc = configure(s, opt)) != 0) {
 		snprintf(err, errlen, "%s: %s", opt->path, s->err);
 		goto out_close;

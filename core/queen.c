@@ -174,6 +174,9 @@ tx_begin(struct queen *q)
 
 	if (q->failed)
 		return queen_err(q, -EIO, "%s", q->failmsg);
+	if (q->batch_depth == 0 && q->ops->set_durable &&
+	    (rc = q->ops->set_durable(q->st, true)) != 0)
+		return storage_error(q, rc);
 	rc = q->batch_depth > 0 ? q->ops->savepoint(q->st) :
 	    q->ops->begin(q->st);
 	if (rc != 0)
@@ -219,8 +222,8 @@ tx_end(struct queen *q, int rc)
 	return rc;
 }
 
-int
-queen_batch_begin(struct queen *q)
+static int
+batch_begin(struct queen *q, bool durable)
 {
 	int rc;
 
@@ -228,11 +231,26 @@ queen_batch_begin(struct queen *q)
 		return queen_err(q, -EBUSY, "a batch is already open");
 	if (q->failed)
 		return queen_err(q, -EIO, "%s", q->failmsg);
+	if (q->ops->set_durable &&
+	    (rc = q->ops->set_durable(q->st, durable)) != 0)
+		return storage_error(q, rc);
 	rc = q->ops->begin(q->st);
 	if (rc != 0)
 		return storage_error(q, rc);
 	q->batch_depth = 1;
 	return 0;
+}
+
+int
+queen_batch_begin(struct queen *q)
+{
+	return batch_begin(q, true);
+}
+
+int
+queen_batch_begin_lazy(struct queen *q)
+{
+	return batch_begin(q, false);
 }
 
 int

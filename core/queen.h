@@ -84,6 +84,13 @@ bool queen_failed(struct queen *q, char *buf, size_t len);
  * all of them durable at once; if it fails, none of them happened.
  */
 int queen_batch_begin(struct queen *q);
+/*
+ * queen_batch_begin_lazy - the same, for a batch holding nothing that must
+ * survive a crash (leases, renewals, reads): its commit does not wait for
+ * the disk.  A crash may lose it, which only means a lease is granted
+ * again; any later durable commit makes it durable too.
+ */
+int queen_batch_begin_lazy(struct queen *q);
 int queen_batch_commit(struct queen *q);
 void queen_batch_rollback(struct queen *q);
 

@@ -958,10 +958,35 @@ test_dlq_times(void)
 	fix_close(&f);
 }
 
+/* A lazy batch (leases only) commits, and a later durable one follows. */
+static void
+test_lazy_batch(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "store-lazy");
+	struct queen_batch *b = NULL;
+
+	push1(q, Q, NULL, "m1", "x");
+	is_int(queen_batch_begin_lazy(q), 0, "lazy: begin");
+	is_int(queen_batch_begin(q), -EBUSY, "lazy: no nested batch");
+	is_int(pop1(q, Q, NULL, NULL, 1, &b), 0, "lazy: pop inside");
+	is_int(queen_batch_commit(q), 0, "lazy: commit");
+	is_int(push1(q, Q, NULL, "m2", "y"), 2, "lazy: a durable push after");
+	restart(&f);
+	q = f.q;
+	if (b)
+		is_int(queen_lease_get(q, b->lease_id, NULL), 0,
+		    "lazy: the lease survived a clean restart");
+	queen_batch_free(b);
+	is_int(tail_of(q, Q, NULL), 2, "lazy: both pushes are there");
+	fix_close(&f);
+}
+
 int
 main(void)
 {
 	plan_lazy();
+	test_lazy_batch();
 	test_config();
 	test_persistence();
 	test_read_only();
