@@ -149,9 +149,9 @@ static const char *const sql[ST__N] = {
 	/* key, created_at, txid, trace_id, payload */
 	[ST_MSG_APPEND] = "INSERT INTO messages (id, created_at, txid, "
 	    "trace_id, payload) VALUES (?1, ?2, ?3, ?4, ?5)",
-	/* key, hash, created_at */
-	[ST_TXN_APPEND] = "INSERT INTO txns (id, hash, created_at) "
-	    "VALUES (?1, ?2, ?3)",
+	/* key, hash, created_at, h */
+	[ST_TXN_APPEND] = "INSERT INTO txns (id, h, hash, created_at) "
+	    "VALUES (?1, ?4, ?2, ?3)",
 	/* from key, to key, limit */
 	[ST_MSG_SCAN] = "SELECT id, created_at, txid, trace_id, payload "
 	    "FROM messages WHERE id >= ?1 AND id <= ?2 ORDER BY id LIMIT ?3",
@@ -171,11 +171,11 @@ static const char *const sql[ST__N] = {
 	/* first key, last key */
 	[ST_MSG_DELETE_PART] = "DELETE FROM messages "
 	    "WHERE id >= ?1 AND id <= ?2",
-	/* hash, lo key, hi key */
-	[ST_TXN_FIND_LO] = "SELECT id, created_at FROM txns WHERE hash = ?1 "
-	    "AND id >= ?2 AND id <= ?3 ORDER BY id LIMIT 1",
-	[ST_TXN_FIND_HI] = "SELECT id, created_at FROM txns WHERE hash = ?1 "
-	    "AND id >= ?2 AND id <= ?3 ORDER BY id DESC LIMIT 1",
+	/* hash, lo key, hi key, h */
+	[ST_TXN_FIND_LO] = "SELECT id, created_at FROM txns WHERE h = ?4 "
+	    "AND hash = ?1 AND id >= ?2 AND id <= ?3 ORDER BY id LIMIT 1",
+	[ST_TXN_FIND_HI] = "SELECT id, created_at FROM txns WHERE h = ?4 "
+	    "AND hash = ?1 AND id >= ?2 AND id <= ?3 ORDER BY id DESC LIMIT 1",
 	/* key */
 	[ST_TXN_TIME] = "SELECT created_at FROM txns WHERE id = ?1",
 	/* first key, upto key, limit */
@@ -1048,6 +1048,18 @@ s_cursor_min_committed(struct store *s, int64_t pid, int64_t *out)
 
 /* ---- messages and hash rows ---- */
 
+/* The index key: the digest's first 8 bytes as a signed integer. */
+static int64_t
+h64(const struct hash128 *h)
+{
+	uint64_t v = 0;
+	int i;
+
+	for (i = 0; i < 8; i++)
+		v = v << 8 | h->b[i];
+	return (int64_t)v;
+}
+
 static int
 s_msg_append(struct store *s, int64_t pid, int64_t off, int64_t at,
     const char *txid, const char *trace, const void *payload, size_t len,
@@ -1069,6 +1081,7 @@ s_msg_append(struct store *s, int64_t pid, int64_t off, int64_t at,
 	sqlite3_bind_int64(st, 1, PB(pid) + off);
 	sqlite3_bind_blob(st, 2, h->b, 16, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 3, at);
+	sqlite3_bind_int64(st, 4, h64(h));
 	return run(s, st);
 }
 
@@ -1183,6 +1196,7 @@ s_txn_find(struct store *s, int64_t pid, const struct hash128 *h, int64_t lo,
 	sqlite3_bind_blob(st, 1, h->b, 16, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, PB(pid) + lo);
 	sqlite3_bind_int64(st, 3, PB(pid) + hi);
+	sqlite3_bind_int64(st, 4, h64(h));
 	rc = row(s, st);
 	if (rc <= 0)
 		return rc < 0 ? rc : -ENOENT;
