@@ -49,8 +49,9 @@ $(LIB): $(CORE_OBJ)
 $(DAEMON): $(O)/fs/main.o $(FS_OBJ) $(LIB)
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(PKG_LIBS)
 
+$(O)/tests/t-ctl: $(O)/fs/ctl.o
 $(O)/tests/t-%: $(O)/tests/t-%.o $(O)/tests/tap.o $(LIB)
-	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(CORE_LIBS) $(if $(filter t-ctl t-json,t-$*),$(FS_OBJ) $(PKG_LIBS))
+	$(CC) $(LDFLAGS_ALL) -o $@ $(filter-out $(LIB),$^) $(LIB) $(CORE_LIBS)
 
 $(O)/examples/%: $(O)/examples/%.o
 	$(CC) $(LDFLAGS_ALL) -o $@ $^
@@ -119,12 +120,18 @@ fuzz: deps
 	build/fuzz/fuzz-api -max_total_time=$(FUZZ_SECONDS) -max_len=8192 \
 	    tests/fuzz/corpus/api
 
+# Benchmarks: queenfs beside nullfs, the engine alone, beanstalkd, Redis
+# and dirq, in one run (tests/bench/run.sh; BENCH_SECONDS, BENCH_REPS).
+bench: deps
+	$(MAKE) all
+	QUEENFS_BUILD=$(abspath $(O)) tests/bench/run.sh
+
 deps:
 	@.ci/deps
 
 clean:
 	rm -rf build
 
-.PHONY: all test run check fuzz check-unit check-fs check-pg asan check-valgrind check-layers analyze deps clean
+.PHONY: all test run bench check fuzz check-unit check-fs check-pg asan check-valgrind check-layers analyze deps clean
 
 -include $(CORE_OBJ:.o=.d) $(FS_OBJ:.o=.d) $(O)/fs/main.d $(UNIT_SRC:tests/%.c=$(O)/tests/%.d)

@@ -217,6 +217,8 @@ due_row(void *arg, const struct cursor_row *c)
 
 	if (lease_live(c, d->now)) {
 		t = c->lease_expires_at;
+	} else if (c->next_at < 0) {
+		return 0;    /* caught up: only a push can help */
 	} else {
 		t = c->next_at + d->qr->conf.delay * 1000;
 		if (d->qr->conf.window_buffer > 0) {

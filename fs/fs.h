@@ -1,0 +1,322 @@
+/*
+ * fs.h - the FUSE layer's shared types and prototypes (Plan 9's dat.h and
+ * fns.h in one).  FUSE_USE_VERSION is set here and only here.  The layer is
+ * a translation: nodes name things, jobs carry requests to the one engine
+ * thread that owns the struct queen, and replies go back after the commit.
+ */
+#ifndef QUEENFS_FS_H
+#define QUEENFS_FS_H
+
+#define FUSE_USE_VERSION FUSE_MAKE_VERSION(3, 14)
+
+#include <fuse_lowlevel.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../core/queen.h"
+#include "ctl.h"
+
+#define QUEENFS_VERSION "queenfs 0.1.0"
+
+/* How long a pushed name stays resolvable, and a dot-file stays staged. */
+#define PUSHED_LINGER_MS 5000
+#define STAGING_STALE_MS (3600 * 1000)
+/* The largest file the layer will hold in memory before its push. */
+#define PENDING_MAX (256u << 20)
+
+/* Every kind of node; the namespace tables in node.c map names to these. */
+enum kind {
+	K_ROOT = 1,
+	K_README,
+	K_QUEUES,       /* queues/ */
+	K_QUEUE,        /* queues/<q>/ */
+	K_CONFIG,       /* queue's or group's config */
+	K_STATS,
+	K_NEXT,
+	K_SEEK,
+	K_LEASED,       /* leased/ */
+	K_LEASE,        /* leased/<lease>/ */
+	K_LEASE_MSG,    /* leased/<lease>/<txid> */
+	K_SINK,         /* ack/ failed/ retry/ (node->status says which) */
+	K_DLQ,          /* dlq/: a listing and a sink */
+	K_DLQ_PART,     /* dlq/<p>/ */
+	K_DLQ_MSG,      /* dlq/<p>/<txid> */
+	K_PARTS,        /* partitions/ */
+	K_PART,         /* partitions/<p>/ */
+	K_MSG,          /* a message of the log, by transactionId */
+	K_PENDING,      /* a file not yet pushed (or just pushed): see pending */
+	K_GROUPS,
+	K_GROUP,
+	K_TIMERS,
+	K_TIMER,
+	K_KV,
+	K_KV_NS,
+	K_KV_KEY,
+	K_SYS,
+	K_SYS_STATS,
+	K_SYS_METRICS,
+	K_SYS_VERSION,
+	K_SYS_HEALTH,
+};
+
+/* What a pending file becomes when it is flushed. */
+enum pend_what {
+	PW_PUSH = 0,    /* a message (queue dir or partition dir) */
+	PW_KV,
+	PW_TIMER,
+};
+
+/*
+ * A file being written (or just pushed).  It lives in a table keyed by
+ * (what, queue or namespace, partition, name), not on its node: the kernel
+ * forgets nodes between a close and the rename that publishes a dot-file.
+ * Guarded by fs_lock.
+ */
+struct pending {
+	struct pending *next;
+	enum pend_what what;
+	char *queue;        /* queue, or KV namespace */
+	char *part;         /* partition dir, or NULL for the queue dir */
+	char *name;
+	char *buf;
+	size_t len, cap;
+	unsigned refs;      /* nodes and open handles */
+	bool dirty;         /* created, truncated or written since the push */
+	bool written;       /* write(2) since the last push: flush pushes */
+	bool excl;          /* created with O_EXCL */
+	bool pushed;
+	int64_t mtime;      /* last write or push, ms */
+	int64_t due_at;     /* timers: when to fire (0: the queue's delay) */
+	int64_t ttl_ms;     /* kv: from user.queen.ttl before the put */
+};
+
+struct node {
+	fuse_ino_t ino;
+	enum kind kind;
+	const char *status;     /* K_SINK, K_DLQ: the ack status it means */
+	uint64_t nlookup;
+	unsigned nchild, nopen;
+	bool hashed;            /* findable by (parent, name) */
+	struct node *parent;
+	struct node *ino_next, *name_next;
+	char *name;
+	/* context, inherited from the parent when the node is made */
+	char *queue, *group, *part, *lease;
+	struct queen_owner own; /* K_QUEUE, K_GROUP, K_KV_NS when has_own */
+	bool has_own;
+	int64_t size, mtime;    /* cached at lookup for message files */
+	struct pending *pend;   /* K_PENDING */
+};
+
+/* One directory entry of a listing snapshot. */
+struct dent {
+	char *name;
+	mode_t type;
+};
+
+/*
+ * An open file or directory (fi->fh).  Requests in flight hold references:
+ * a killed reader's release can arrive while its read is still answering.
+ */
+struct handle {
+	unsigned refs;
+	bool released;          /* next: release ran on the engine thread */
+	struct node *node;
+	struct pending *pend;   /* write handles of pending files */
+	char *text;             /* generated text, payload, or popped lines */
+	size_t len;
+	bool loaded;            /* next: the pop happened */
+	bool nonblock;
+	struct dent *dents;     /* directory snapshot */
+	size_t ndents;
+	bool writable;
+	/* lock owners (processes) that wrote since the last push */
+	uint64_t writers[8];
+	unsigned nwriters;      /* past 8: any flush publishes */
+	struct fuse_pollhandle *ph;  /* next: owned by the engine thread */
+	int64_t poll_due;
+	struct handle *poll_next;
+	bool polling;
+};
+
+/*
+ * A request on its way to the engine thread.  Handlers embed it first in a
+ * larger struct made with calloc; the engine frees it after reply.
+ */
+struct job {
+	struct job *next;
+	/* on the engine thread, inside a batch; sets rc */
+	void (*run)(struct job *j, struct queen *q);
+	/* after the commit; answers req unless it is NULL */
+	void (*reply)(struct job *j);
+	fuse_req_t req;
+	int rc;
+	bool write;         /* mutating: a failed commit turns rc into -EIO */
+	/* set by run: park as a waiter until deadline (ms) or a push */
+	bool wait;
+	int64_t deadline, due;
+	char *wait_queue;   /* malloc'd by run when it parks */
+	char *notify;       /* malloc'd by run: it pushed into this queue */
+	uint64_t waiter_id;
+};
+
+/* main.c */
+struct fs_state {
+	struct fuse_session *se;
+	uid_t uid;
+	gid_t gid;
+	int64_t started;    /* ms */
+	bool debug;
+};
+extern struct fs_state fs;
+void fs_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* engine.c */
+int engine_start(struct queen *q);
+void engine_stop(void);
+void engine_submit(struct job *j);
+void engine_poll_watch(struct handle *h, const char *queue,
+    struct fuse_pollhandle *ph, int64_t due);
+void engine_poll_drop(struct handle *h);
+struct engine_counters {
+	uint64_t pushes, duplicates, acks, pops, commits, commit_jobs;
+	uint64_t commit_max, commit_failures, waiters;
+};
+void engine_counters(struct engine_counters *out);
+void engine_count_push(bool dup);
+void engine_count_ack(void);
+void engine_count_pop(void);
+
+/* node.c */
+extern pthread_mutex_t fs_lock;
+void node_init(void);
+struct node *node_get(fuse_ino_t ino);
+struct node *node_child(struct node *parent, const char *name, enum kind k);
+void node_ref_lookup(struct node *n);
+void node_forget(struct node *n, uint64_t nlookup);
+void node_open(struct node *n);
+void node_close(struct node *n);
+void node_unhash(struct node *parent, const char *name);
+void node_move(struct node *parent, const char *name, const char *newname);
+size_t node_path(struct node *n, char *buf, size_t len);
+enum kind node_static(enum kind dir, const char *name, const char **status);
+const char *node_static_at(enum kind dir, size_t i, enum kind *k);
+bool node_is_dir(enum kind k);
+bool node_is_reserved(const char *name);
+bool node_dynamic(enum kind k);
+void node_attr(struct node *n, struct stat *st);
+struct node *node_owner_of(struct node *n);
+bool node_staging_name(const char *name);
+
+/* pending.c */
+struct pending *pend_find(enum pend_what w, const char *queue,
+    const char *part, const char *name, int64_t now);
+struct pending *pend_new(enum pend_what w, const char *queue,
+    const char *part, const char *name, int64_t now);
+void pend_put(struct pending *p);
+int pend_write(struct pending *p, const char *buf, size_t size, off_t off,
+    int64_t now);
+int pend_truncate(struct pending *p, off_t size, int64_t now);
+void pend_rename(struct pending *p, const char *name);
+void pend_drop(struct pending *p);
+size_t pend_list(enum pend_what w, const char *queue, const char *part,
+    int64_t now, struct dent **out);
+void pend_sweep(int64_t now);
+char *pend_snapshot(struct pending *p, size_t *len);
+int64_t fs_now(void);
+
+/* text.c: generated file contents, on the engine thread */
+int text_readme(char **out, size_t *len);
+int text_config(struct queen *q, struct node *n, char **out, size_t *len);
+int text_stats(struct queen *q, struct node *n, char **out, size_t *len);
+int text_sys_stats(struct queen *q, char **out, size_t *len);
+int text_metrics(struct queen *q, char **out, size_t *len);
+int text_health(struct queen *q, char **out, size_t *len);
+
+/* ops_*.c: the handlers */
+void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
+void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup);
+void op_forget_multi(fuse_req_t req, size_t count,
+    struct fuse_forget_data *forgets);
+void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+    struct fuse_file_info *fi);
+void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
+    mode_t mode);
+void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
+void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+    struct fuse_file_info *fi);
+void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void op_statfs(fuse_req_t req, fuse_ino_t ino);
+void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
+    mode_t mode, struct fuse_file_info *fi);
+void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
+    mode_t mode, dev_t rdev);
+void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+    struct fuse_file_info *fi);
+void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
+    off_t off, struct fuse_file_info *fi);
+void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+    struct fuse_file_info *fi);
+void op_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+    struct fuse_pollhandle *ph);
+void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+    fuse_ino_t newparent, const char *newname, unsigned int flags);
+void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name);
+void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+    const char *value, size_t size, int flags);
+void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+    size_t size);
+void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
+void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
+
+/* shared by the ops files */
+void reply_slice(fuse_req_t req, const char *text, size_t len, size_t size,
+    off_t off);
+void next_read(fuse_req_t req, struct handle *h, size_t size, off_t off);
+void push_rename(fuse_req_t req, struct node *dir, struct pending *pe,
+    const char *oldname, const char *newname);
+void reply_entry(fuse_req_t req, struct node *n);
+void reply_attr(fuse_req_t req, struct node *n);
+void *job_new(size_t size, void (*run)(struct job *, struct queen *),
+    void (*reply)(struct job *), fuse_req_t req);
+void reply_rc(struct job *j);
+const char *errname(int err);
+struct handle *handle_new(struct node *n);
+struct handle *handle_get(struct fuse_file_info *fi);
+void handle_put(struct handle *h);
+void note_set(const char *lease, const char *txid, const char *error,
+    int64_t now);
+char *note_take(const char *lease, const char *txid);
+char *note_get(const char *lease, const char *txid);
+void note_sweep(int64_t now);
+void lease_seen(const char *id);
+void lease_acked(const char *id, const char *txid);
+bool lease_known(const char *id, const char *txid);
+int push_pending(struct queen *q, struct pending *p, const char *txid,
+    const char *buf, size_t len, bool excl, char **notify, bool *dup);
+struct msginfo;
+int msg_info(struct queen *q, struct node *n, bool want_payload,
+    struct msginfo *mi);
+
+/* A message's facts, for attributes, payload reads and xattrs. */
+struct msginfo {
+	struct queen_batch *b;      /* owns the strings below; may be NULL */
+	const struct queen_msg *m;
+	char partition[QUEEN_NAME_MAX + 1];
+	char partition_uuid[QUEEN_ID_LEN + 1];
+	int64_t expires_at, retry_count, failed_at;
+	char group[QUEEN_NAME_MAX + 1];
+	char *error;                /* malloc'd or NULL */
+	int64_t offset, created_at;
+	size_t len;
+	char *payload;              /* malloc'd when asked for */
+};
+void msginfo_release(struct msginfo *mi);
+
+#endif

@@ -1,0 +1,499 @@
+/*
+ * node.c - the inode table and the mount's fixed namespace.  Inode numbers
+ * are allocated, never derived; a node lives while the kernel holds lookups
+ * on it, a child or an open handle names it.  The fixed part of the tree is
+ * data (the Dirtab tables below); what lies in the store is resolved by the
+ * ops files through the engine.  Knows nothing of the engine itself.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "fs.h"
+
+#define NBUCKET 4096
+
+pthread_mutex_t fs_lock;
+
+static struct node *by_ino[NBUCKET];
+static struct node *by_name[NBUCKET];
+static fuse_ino_t next_ino = FUSE_ROOT_ID + 1;
+static struct node root;
+
+struct dirtab {
+	const char *name;
+	enum kind kind;
+	const char *status;
+};
+
+static const struct dirtab root_tab[] = {
+	{ "README", K_README, NULL },
+	{ "queues", K_QUEUES, NULL },
+	{ "kv", K_KV, NULL },
+	{ "sys", K_SYS, NULL },
+	{ NULL, 0, NULL },
+};
+
+static const struct dirtab sys_tab[] = {
+	{ "stats", K_SYS_STATS, NULL },
+	{ "metrics", K_SYS_METRICS, NULL },
+	{ "version", K_SYS_VERSION, NULL },
+	{ "health", K_SYS_HEALTH, NULL },
+	{ NULL, 0, NULL },
+};
+
+/* The queue dir and a group dir share their first entries. */
+static const struct dirtab queue_tab[] = {
+	{ "config", K_CONFIG, NULL },
+	{ "stats", K_STATS, NULL },
+	{ "next", K_NEXT, NULL },
+	{ "seek", K_SEEK, NULL },
+	{ "leased", K_LEASED, NULL },
+	{ "ack", K_SINK, "completed" },
+	{ "failed", K_SINK, "failed" },
+	{ "retry", K_SINK, "retry" },
+	{ "dlq", K_DLQ, "dlq" },
+	{ "partitions", K_PARTS, NULL },
+	{ "groups", K_GROUPS, NULL },
+	{ "timers", K_TIMERS, NULL },
+	{ NULL, 0, NULL },
+};
+#define GROUP_TAB_LEN 9 /* config .. dlq */
+
+static const struct dirtab *
+tab_of(enum kind dir, size_t *n)
+{
+	const struct dirtab *t;
+
+	switch (dir) {
+	case K_ROOT:
+		t = root_tab;
+		break;
+	case K_SYS:
+		t = sys_tab;
+		break;
+	case K_QUEUE:
+	case K_GROUP:
+		t = queue_tab;
+		break;
+	default:
+		*n = 0;
+		return NULL;
+	}
+	for (*n = 0; t[*n].name; (*n)++)
+		;
+	if (dir == K_GROUP)
+		*n = GROUP_TAB_LEN;
+	return t;
+}
+
+enum kind
+node_static(enum kind dir, const char *name, const char **status)
+{
+	size_t n;
+	const struct dirtab *t = tab_of(dir, &n);
+
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(t[i].name, name) == 0) {
+			if (status)
+				*status = t[i].status;
+			return t[i].kind;
+		}
+	}
+	return 0;
+}
+
+const char *
+node_static_at(enum kind dir, size_t i, enum kind *k)
+{
+	size_t n;
+	const struct dirtab *t = tab_of(dir, &n);
+
+	if (i >= n)
+		return NULL;
+	*k = t[i].kind;
+	return t[i].name;
+}
+
+bool
+node_is_reserved(const char *name)
+{
+	return node_static(K_QUEUE, name, NULL) != 0;
+}
+
+bool
+node_staging_name(const char *name)
+{
+	return name[0] == '.' && name[1] != '\0' && queen_name_valid(name + 1);
+}
+
+bool
+node_is_dir(enum kind k)
+{
+	switch (k) {
+	case K_ROOT: case K_QUEUES: case K_QUEUE: case K_LEASED: case K_LEASE:
+	case K_SINK: case K_DLQ: case K_DLQ_PART: case K_PARTS: case K_PART:
+	case K_GROUPS: case K_GROUP: case K_TIMERS: case K_KV: case K_KV_NS:
+	case K_SYS:
+		return true;
+	default:
+		return false;
+	}
+}
+
+bool
+node_dynamic(enum kind k)
+{
+	return !node_is_dir(k) && k != K_README && k != K_SYS_VERSION;
+}
+
+static unsigned
+hash_ino(fuse_ino_t ino)
+{
+	return (unsigned)(ino * 2654435761u) % NBUCKET;
+}
+
+static unsigned
+hash_name(fuse_ino_t parent, const char *name)
+{
+	uint64_t h = 1469598103934665603ull ^ parent;
+
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+		h = (h ^ *p) * 1099511628211ull;
+	return (unsigned)(h % NBUCKET);
+}
+
+void
+node_init(void)
+{
+	pthread_mutexattr_t a;
+
+	pthread_mutexattr_init(&a);
+	pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
+	pthread_mutex_init(&fs_lock, &a);
+	pthread_mutexattr_destroy(&a);
+	root.ino = FUSE_ROOT_ID;
+	root.kind = K_ROOT;
+	root.nlookup = 1;
+	root.name = (char *)"";
+	by_ino[hash_ino(root.ino)] = &root;
+}
+
+struct node *
+node_get(fuse_ino_t ino)
+{
+	struct node *n;
+
+	pthread_mutex_lock(&fs_lock);
+	for (n = by_ino[hash_ino(ino)]; n && n->ino != ino; n = n->ino_next)
+		;
+	pthread_mutex_unlock(&fs_lock);
+	return n;
+}
+
+static struct node *
+find_child(struct node *parent, const char *name)
+{
+	struct node *n = by_name[hash_name(parent->ino, name)];
+
+	for (; n; n = n->name_next)
+		if (n->parent == parent && strcmp(n->name, name) == 0)
+			return n;
+	return NULL;
+}
+
+static void
+unlink_name(struct node *n)
+{
+	struct node **pp = &by_name[hash_name(n->parent->ino, n->name)];
+
+	if (!n->hashed)
+		return;
+	for (; *pp; pp = &(*pp)->name_next) {
+		if (*pp == n) {
+			*pp = n->name_next;
+			break;
+		}
+	}
+	n->hashed = false;
+}
+
+static void
+link_name(struct node *n)
+{
+	unsigned h = hash_name(n->parent->ino, n->name);
+
+	n->name_next = by_name[h];
+	by_name[h] = n;
+	n->hashed = true;
+}
+
+static char *
+dup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+static void
+node_free(struct node *n)
+{
+	struct node **pp = &by_ino[hash_ino(n->ino)];
+
+	unlink_name(n);
+	for (; *pp; pp = &(*pp)->ino_next) {
+		if (*pp == n) {
+			*pp = n->ino_next;
+			break;
+		}
+	}
+	if (n->pend)
+		pend_put(n->pend);
+	free(n->name);
+	free(n->queue);
+	free(n->group);
+	free(n->part);
+	free(n->lease);
+	free(n);
+}
+
+/* Free n, then its parents, while nothing holds them.  fs_lock held. */
+static void
+maybe_free(struct node *n)
+{
+	while (n != &root && n->nlookup == 0 && n->nchild == 0 &&
+	    n->nopen == 0) {
+		struct node *p = n->parent;
+		node_free(n);
+		p->nchild--;
+		n = p;
+	}
+}
+
+struct node *
+node_child(struct node *parent, const char *name, enum kind k)
+{
+	struct node *n;
+
+	pthread_mutex_lock(&fs_lock);
+	n = find_child(parent, name);
+	if (n && n->kind == k) {
+		n->nlookup++;
+		pthread_mutex_unlock(&fs_lock);
+		return n;
+	}
+	if (n)
+		unlink_name(n);
+	n = calloc(1, sizeof(*n));
+	if (!n || !(n->name = strdup(name))) {
+		free(n);
+		pthread_mutex_unlock(&fs_lock);
+		return NULL;
+	}
+	n->ino = next_ino++;
+	n->kind = k;
+	n->parent = parent;
+	n->nlookup = 1;
+	n->queue = dup_or_null(parent->queue);
+	n->group = dup_or_null(parent->group);
+	n->part = dup_or_null(parent->part);
+	n->lease = dup_or_null(parent->lease);
+	switch (k) {
+	case K_QUEUE:
+	case K_KV_NS:   /* a namespace travels in the queue slot */
+		free(n->queue);
+		n->queue = strdup(name);
+		break;
+	case K_GROUP:
+		free(n->group);
+		n->group = strdup(name);
+		break;
+	case K_PART:
+	case K_DLQ_PART:
+		free(n->part);
+		n->part = strdup(name);
+		break;
+	case K_LEASE:
+		free(n->lease);
+		n->lease = strdup(name);
+		break;
+	default:
+		break;
+	}
+	node_static(parent->kind, name, &n->status);
+	parent->nchild++;
+	n->ino_next = by_ino[hash_ino(n->ino)];
+	by_ino[hash_ino(n->ino)] = n;
+	link_name(n);
+	pthread_mutex_unlock(&fs_lock);
+	return n;
+}
+
+void
+node_ref_lookup(struct node *n)
+{
+	pthread_mutex_lock(&fs_lock);
+	n->nlookup++;
+	pthread_mutex_unlock(&fs_lock);
+}
+
+void
+node_forget(struct node *n, uint64_t nlookup)
+{
+	pthread_mutex_lock(&fs_lock);
+	n->nlookup = nlookup > n->nlookup ? 0 : n->nlookup - nlookup;
+	maybe_free(n);
+	pthread_mutex_unlock(&fs_lock);
+}
+
+void
+node_open(struct node *n)
+{
+	pthread_mutex_lock(&fs_lock);
+	n->nopen++;
+	pthread_mutex_unlock(&fs_lock);
+}
+
+void
+node_close(struct node *n)
+{
+	pthread_mutex_lock(&fs_lock);
+	n->nopen--;
+	maybe_free(n);
+	pthread_mutex_unlock(&fs_lock);
+}
+
+void
+node_unhash(struct node *parent, const char *name)
+{
+	struct node *n;
+
+	pthread_mutex_lock(&fs_lock);
+	n = find_child(parent, name);
+	if (n)
+		unlink_name(n);
+	pthread_mutex_unlock(&fs_lock);
+}
+
+void
+node_move(struct node *parent, const char *name, const char *newname)
+{
+	struct node *n;
+	char *s = strdup(newname);
+
+	if (!s)
+		return;
+	pthread_mutex_lock(&fs_lock);
+	if ((n = find_child(parent, name)) != NULL) {
+		node_unhash(parent, newname);
+		unlink_name(n);
+		free(n->name);
+		n->name = s;
+		s = NULL;
+		link_name(n);
+	}
+	pthread_mutex_unlock(&fs_lock);
+	free(s);
+}
+
+/* The node's path from the mount root, for log lines. */
+size_t
+node_path(struct node *n, char *buf, size_t len)
+{
+	size_t at;
+
+	if (len == 0)
+		return 0;
+	pthread_mutex_lock(&fs_lock);
+	if (!n || n == &root) {
+		buf[0] = '\0';
+		at = 0;
+	} else {
+		at = node_path(n->parent, buf, len);
+		at += (size_t)snprintf(buf + at, at < len ? len - at : 0,
+		    "%s%s", at ? "/" : "", n->name);
+		if (at >= len)
+			at = len - 1;
+	}
+	pthread_mutex_unlock(&fs_lock);
+	return at;
+}
+
+/* The nearest node that carries an owner (queue, group, namespace). */
+struct node *
+node_owner_of(struct node *n)
+{
+	for (; n; n = n->parent)
+		if (n->has_own)
+			return n;
+	return NULL;
+}
+
+static mode_t
+file_mask(enum kind k)
+{
+	switch (k) {
+	case K_CONFIG: case K_PENDING: case K_TIMER: case K_KV_KEY:
+	/* a message name may be pushed again: an idempotent retry */
+	case K_MSG:
+		return 0666;
+	case K_SEEK:
+		return 0222;
+	default:
+		return 0444;
+	}
+}
+
+void
+node_attr(struct node *n, struct stat *st)
+{
+	struct node *o;
+	mode_t perm = 0755;
+
+	memset(st, 0, sizeof(*st));
+	st->st_ino = n->ino;
+	pthread_mutex_lock(&fs_lock);
+	o = node_owner_of(n);
+	st->st_uid = o ? o->own.uid : fs.uid;
+	st->st_gid = o ? o->own.gid : fs.gid;
+	if (o)
+		perm = o->own.mode & 07777;
+	switch (n->kind) {
+	case K_QUEUES:
+	case K_KV:
+		perm = 01777;
+		break;
+	case K_ROOT:
+		perm = 0755;
+		break;
+	case K_SYS:
+		perm = 0555;
+		break;
+	default:
+		break;
+	}
+	if (node_is_dir(n->kind)) {
+		st->st_mode = S_IFDIR | perm;
+		st->st_nlink = 2;
+	} else {
+		st->st_mode = S_IFREG | (perm & file_mask(n->kind));
+		if (n->kind == K_README || (n->kind >= K_SYS_STATS &&
+		    n->kind <= K_SYS_HEALTH))
+			st->st_mode = S_IFREG | 0444;
+		st->st_nlink = 1;
+	}
+	st->st_size = n->size;
+	if (n->pend)
+		st->st_size = (off_t)n->pend->len;
+	{
+		int64_t t = n->pend ? n->pend->mtime :
+		    n->mtime ? n->mtime : fs.started;
+		st->st_mtim.tv_sec = t / 1000;
+		st->st_mtim.tv_nsec = (t % 1000) * 1000000;
+		st->st_atim = st->st_ctim = st->st_mtim;
+	}
+	st->st_blksize = 4096;
+	st->st_blocks = (st->st_size + 511) / 512;
+	pthread_mutex_unlock(&fs_lock);
+}

@@ -1,0 +1,230 @@
+/*
+ * ops_ack.c - rename(2), the only way to acknowledge: a leased message (or
+ * a whole lease, or a message of the log) renamed into ack/, failed/,
+ * retry/ or dlq/ becomes one queen_ack call, and its result becomes the
+ * rename's errno.  Renaming a staged dot-file to a plain name in the same
+ * directory publishes it (ops_push.c).  Nothing here ever answers EXDEV.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs.h"
+
+#ifndef RENAME_NOREPLACE
+#define RENAME_NOREPLACE (1 << 0)
+#endif
+
+struct ack_job {
+	struct job j;
+	struct node *srcdir;
+	char *name;             /* the source's name */
+	char *what;             /* "from -> to", for the log */
+	const char *status;
+	char *queue, *part, *group, *lease;
+	bool whole;             /* leased/L -> ack/L */
+};
+
+static bool
+same(const char *a, const char *b)
+{
+	return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+static void
+ack_run(struct job *j, struct queen *q)
+{
+	struct ack_job *aj = (struct ack_job *)j;
+	struct queen_ack_item it;
+	struct queen_ack_result res;
+	struct queen_lease_info li;
+	struct queen_batch *b = NULL;
+	const char *reason = NULL;
+	char *error = NULL;
+	int rc;
+
+	memset(&it, 0, sizeof(it));
+	memset(&res, 0, sizeof(res));
+	it.status = aj->status;
+	it.group = aj->group;
+	it.txid = aj->name;
+	if (aj->lease) {
+		if ((rc = queen_lease_get(q, aj->lease, &li)) < 0) {
+			j->rc = rc == -ENOENT ? -ESTALE : rc;
+			reason = rc == -ESTALE || rc == -ENOENT ? QUEEN_E_LEASE :
+			    queen_errmsg(q);
+			goto out;
+		}
+		it.partition_uuid = li.partition_uuid;
+		it.lease_id = aj->lease;
+		if (aj->whole) {
+			if ((rc = queen_lease_read(q, aj->lease, false, &b)) < 0 ||
+			    !b || b->n == 0) {
+				j->rc = rc < 0 ? rc : 0;
+				reason = QUEEN_E_LEASE;
+				goto out;
+			}
+			/* completed: the span's end; failed/retry: its start */
+			it.txid = b->msgs[strcmp(aj->status, "completed") == 0 ?
+			    b->n - 1 : 0].txid;
+		}
+		error = note_take(aj->lease, it.txid);
+		it.error = error;
+	} else {
+		it.queue = aj->queue;
+		it.partition = aj->part;
+	}
+	if ((rc = queen_ack(q, &it, 1, &res)) < 0) {
+		j->rc = -EIO;
+		reason = queen_errmsg(q);
+	} else if (!res.success) {
+		j->rc = res.err ? res.err : -EIO;
+		reason = res.error;
+	} else {
+		j->rc = 0;
+		if (aj->lease)
+			lease_acked(aj->lease, aj->whole ? NULL : it.txid);
+		engine_count_ack();
+		j->notify = strdup(aj->queue);
+	}
+out:
+	if (j->rc < 0) {
+		fs_log("rename %s: %s (%s)", aj->what, reason ? reason : "",
+		    errname(j->rc));
+		if (error && aj->lease)
+			note_set(aj->lease, it.txid, error, fs_now());
+	}
+	free(error);
+	queen_batch_free(b);
+}
+
+static void
+ack_reply(struct job *j)
+{
+	struct ack_job *aj = (struct ack_job *)j;
+
+	if (j->rc == 0)
+		node_unhash(aj->srcdir, aj->name);
+	reply_rc(j);
+	free(aj->name);
+	free(aj->what);
+	free(aj->queue);
+	free(aj->part);
+	free(aj->group);
+	free(aj->lease);
+}
+
+static char *
+dup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+static int
+ack_rename(fuse_req_t req, struct node *p, const char *name,
+    struct node *np, const char *newname, const char *what)
+{
+	struct ack_job *aj;
+
+	if (strcmp(name, newname) != 0 || !same(p->queue, np->queue))
+		return -EINVAL;
+	switch (p->kind) {
+	case K_LEASE:
+		if (!same(p->group, np->group))
+			return -EINVAL;
+		break;
+	case K_LEASED:
+		if (!same(p->group, np->group) || np->kind == K_DLQ)
+			return -EINVAL;
+		break;
+	case K_PART:
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (!(aj = job_new(sizeof(*aj), ack_run, ack_reply, req)))
+		return -ENOMEM;
+	aj->j.write = true;
+	aj->srcdir = p;
+	aj->status = np->status;
+	aj->whole = p->kind == K_LEASED;
+	aj->name = strdup(name);
+	aj->what = strdup(what);
+	aj->queue = dup_or_null(p->queue);
+	aj->part = dup_or_null(p->part);
+	aj->group = dup_or_null(np->group);
+	aj->lease = p->kind == K_LEASED ? strdup(name) : dup_or_null(p->lease);
+	if (!aj->name || !aj->what || !aj->queue) {
+		aj->j.rc = -ENOMEM;
+		ack_reply(&aj->j);
+		free(aj);
+		return 0;
+	}
+	engine_submit(&aj->j);
+	return 0;
+}
+
+/* Within one queue or partition dir: publish or rename a staged file. */
+static int
+stage_rename(fuse_req_t req, struct node *p, const char *name,
+    const char *newname)
+{
+	struct pending *pe, *old;
+
+	if (name[0] != '.')
+		return -EINVAL;
+	if (!(pe = pend_find(PW_PUSH, p->queue, p->part, name, fs_now())))
+		return -ENOENT;
+	if (node_staging_name(newname)) {
+		old = pend_find(PW_PUSH, p->queue, p->part, newname, fs_now());
+		if (old)
+			pend_drop(old);
+		pend_put(old);
+		pend_rename(pe, newname);
+		pend_put(pe);
+		node_move(p, name, newname);
+		fuse_reply_err(req, 0);
+		return 0;
+	}
+	if (!queen_name_valid(newname) ||
+	    (p->kind == K_QUEUE && node_is_reserved(newname))) {
+		pend_put(pe);
+		return -EINVAL;
+	}
+	push_rename(req, p, pe, name, newname);
+	return 0;
+}
+
+void
+op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+    fuse_ino_t newparent, const char *newname, unsigned int flags)
+{
+	struct node *p = node_get(parent), *np = node_get(newparent);
+	char from[512], to[512], what[1100];
+	int rc = -EINVAL;
+
+	if (!p || !np) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	node_path(p, from, sizeof(from));
+	node_path(np, to, sizeof(to));
+	snprintf(what, sizeof(what), "%s/%s -> %s/%s", from, name, to,
+	    newname);
+	if (flags & ~RENAME_NOREPLACE)
+		rc = -EINVAL;
+	else if (np->kind == K_SINK || np->kind == K_DLQ)
+		rc = ack_rename(req, p, name, np, newname, what);
+	else if (p == np && (p->kind == K_QUEUE || p->kind == K_PART))
+		rc = stage_rename(req, p, name, newname);
+	if (rc < 0) {
+		fs_log("rename %s: %s (%s)", what, rc == -EINVAL ?
+		    "not an ack (leased/<lease>/<name> or partitions/<p>/<name> "
+		    "into ack/ failed/ retry/ dlq/ under the same name) nor a "
+		    "dot-file published in its own directory" :
+		    rc == -ENOENT ? "no such staged file" : "out of memory",
+		    errname(rc));
+		fuse_reply_err(req, -rc);
+	}
+}

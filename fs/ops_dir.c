@@ -1,0 +1,354 @@
+/*
+ * ops_dir.c - directories: listing (a snapshot taken at opendir, except a
+ * partition's log, which is paged by offset at each readdir), mkdir and
+ * rmdir of queues, groups and KV namespaces, and setattr (ownership, lease
+ * renewal by touch, truncation of pending files).  What a listing holds is
+ * whatever core lists; this file only names it.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "fs.h"
+
+#define UNKNOWN_INO 0xffffffffu
+#define PAGE_MSGS 256
+
+struct dir_job {
+	struct job j;
+	struct handle *h;
+	struct fuse_file_info fi;
+	size_t cap;
+	/* readdir of a partition */
+	size_t size;
+	off_t off;
+	char *buf;
+	size_t len;
+};
+
+static int
+add(struct handle *h, size_t *cap, const char *name, mode_t type)
+{
+	struct dent *d;
+
+	if (h->ndents == *cap) {
+		*cap = *cap ? *cap * 2 : 16;
+		if (!(d = realloc(h->dents, *cap * sizeof(*d))))
+			return -ENOMEM;
+		h->dents = d;
+	}
+	if (!(h->dents[h->ndents].name = strdup(name)))
+		return -ENOMEM;
+	h->dents[h->ndents++].type = type;
+	return 0;
+}
+
+static int
+queue_cb(void *arg, const struct queen_queue_info *qi)
+{
+	struct dir_job *dj = arg;
+	return add(dj->h, &dj->cap, qi->name, S_IFDIR);
+}
+
+static int
+group_cb(void *arg, const struct queen_group_info *gi)
+{
+	struct dir_job *dj = arg;
+	return strcmp(gi->name, QUEEN_QUEUE_MODE) == 0 ? 0 :
+	    add(dj->h, &dj->cap, gi->name, S_IFDIR);
+}
+
+static int
+part_cb(void *arg, const struct queen_partition_info *pi)
+{
+	struct dir_job *dj = arg;
+	return add(dj->h, &dj->cap, pi->name, S_IFDIR);
+}
+
+static int
+lease_cb(void *arg, const struct queen_lease_info *li)
+{
+	struct dir_job *dj = arg;
+
+	lease_seen(li->lease_id);
+	return add(dj->h, &dj->cap, li->lease_id, S_IFDIR);
+}
+
+static int
+dlq_cb(void *arg, const struct queen_dlq_entry *e)
+{
+	struct dir_job *dj = arg;
+	struct handle *h = dj->h;
+
+	if (h->node->kind == K_DLQ_PART)
+		return strcmp(e->partition, h->node->part) ? 0 :
+		    add(h, &dj->cap, e->txid, S_IFREG);
+	for (size_t i = 0; i < h->ndents; i++)
+		if (strcmp(h->dents[i].name, e->partition) == 0)
+			return 0;
+	return add(h, &dj->cap, e->partition, S_IFDIR);
+}
+
+static int
+name_cb(void *arg, const char *name)
+{
+	struct dir_job *dj = arg;
+	return add(dj->h, &dj->cap, name, S_IFDIR);
+}
+
+static int
+kv_cb(void *arg, const char *key, const struct queen_kv_value *v)
+{
+	struct dir_job *dj = arg;
+	return add(dj->h, &dj->cap, key, S_IFREG);
+}
+
+static int
+timer_cb(void *arg, const struct queen_timer_info *ti)
+{
+	struct dir_job *dj = arg;
+	return add(dj->h, &dj->cap, ti->key, S_IFREG);
+}
+
+static void
+list_run(struct job *j, struct queen *q)
+{
+	struct dir_job *dj = (struct dir_job *)j;
+	struct node *n = dj->h->node;
+	struct queen_batch *b = NULL;
+	int rc = 0;
+
+	switch (n->kind) {
+	case K_QUEUES:
+		rc = queen_queue_list(q, queue_cb, dj);
+		break;
+	case K_GROUPS:
+		rc = queen_group_list(q, n->queue, group_cb, dj);
+		break;
+	case K_PARTS:
+		rc = queen_partition_list(q, n->queue, part_cb, dj);
+		break;
+	case K_LEASED:
+		rc = queen_lease_list(q, n->queue, n->group, lease_cb, dj);
+		break;
+	case K_LEASE:
+		if ((rc = queen_lease_read(q, n->lease, false, &b)) < 0) {
+			rc = rc == -ESTALE ? 0 : rc;  /* a dead lease is empty */
+			break;
+		}
+		for (size_t i = 0; b && i < b->n && rc == 0; i++)
+			rc = add(dj->h, &dj->cap, b->msgs[i].txid, S_IFREG);
+		queen_batch_free(b);
+		break;
+	case K_DLQ:
+	case K_DLQ_PART:
+		rc = queen_dlq_list(q, n->queue, n->group, false, dlq_cb, dj);
+		break;
+	case K_KV:
+		rc = queen_kv_ns_list(q, name_cb, dj);
+		break;
+	case K_KV_NS:
+		rc = queen_kv_list(q, n->queue, kv_cb, dj);
+		break;
+	case K_TIMERS:
+		rc = queen_timer_list(q, n->queue, timer_cb, dj);
+		break;
+	default:
+		break;
+	}
+	j->rc = rc < 0 ? rc : 0;
+}
+
+static void
+opendir_reply(struct job *j)
+{
+	struct dir_job *dj = (struct dir_job *)j;
+
+	if (j->rc < 0) {
+		handle_put(dj->h);
+		fuse_reply_err(j->req, -j->rc);
+		return;
+	}
+	dj->fi.fh = (uint64_t)(uintptr_t)dj->h;
+	if (fuse_reply_open(j->req, &dj->fi) != 0)
+		handle_put(dj->h);
+}
+
+void
+op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct node *n = node_get(ino);
+	struct handle *h;
+	struct dir_job *dj;
+	size_t cap = 0;
+	enum kind k;
+	const char *nm;
+
+	if (!n) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	if (!node_is_dir(n->kind)) {
+		fuse_reply_err(req, ENOTDIR);
+		return;
+	}
+	if (!(h = handle_new(n))) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	add(h, &cap, ".", S_IFDIR);
+	add(h, &cap, "..", S_IFDIR);
+	for (size_t i = 0; (nm = node_static_at(n->kind, i, &k)) != NULL; i++)
+		add(h, &cap, nm, node_is_dir(k) ? S_IFDIR : S_IFREG);
+	if (n->kind == K_QUEUE) {
+		struct dent *d;
+		size_t np = pend_list(PW_PUSH, n->queue, NULL, fs_now(), &d);
+		for (size_t i = 0; i < np; i++) {
+			add(h, &cap, d[i].name, S_IFREG);
+			free(d[i].name);
+		}
+		free(d);
+	}
+	switch (n->kind) {
+	case K_ROOT: case K_SYS: case K_QUEUE: case K_GROUP: case K_SINK:
+	case K_PART:
+		fi->fh = (uint64_t)(uintptr_t)h;
+		if (fuse_reply_open(req, fi) != 0)
+			handle_put(h);
+		return;
+	default:
+		break;
+	}
+	if (!(dj = job_new(sizeof(*dj), list_run, opendir_reply, req))) {
+		handle_put(h);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	dj->h = h;
+	dj->cap = cap;
+	dj->fi = *fi;
+	engine_submit(&dj->j);
+}
+
+static size_t
+fill(fuse_req_t req, char *buf, size_t size, size_t at, const char *name,
+    mode_t type, off_t next)
+{
+	struct stat st;
+	size_t need;
+
+	memset(&st, 0, sizeof(st));
+	st.st_ino = UNKNOWN_INO;
+	st.st_mode = type;
+	need = fuse_add_direntry(req, buf + at, size - at, name, &st, next);
+	return need > size - at ? 0 : need;
+}
+
+/* A partition's log, paged: cookie = offset + 2 ("." and ".." are 1, 2). */
+static void
+partdir_run(struct job *j, struct queen *q)
+{
+	struct dir_job *dj = (struct dir_job *)j;
+	struct node *n = dj->h->node;
+	struct queen_batch *b = NULL;
+	char *buf = malloc(dj->size);
+	size_t at = 0, used;
+	int64_t from = dj->off <= 2 ? 1 : dj->off - 1;
+
+	if (!buf) {
+		j->rc = -ENOMEM;
+		return;
+	}
+	if (dj->off < 1 && (used = fill(j->req, buf, dj->size, at, ".",
+	    S_IFDIR, 1)))
+		at += used;
+	if (dj->off < 2 && (used = fill(j->req, buf, dj->size, at, "..",
+	    S_IFDIR, 2)))
+		at += used;
+	for (bool more = true; more;) {
+		int rc = queen_msg_read(q, n->queue, n->part, from, PAGE_MSGS,
+		    false, &b);
+		if (rc < 0 || !b || b->n == 0)
+			break;
+		for (size_t i = 0; i < b->n; i++) {
+			used = fill(j->req, buf, dj->size, at, b->msgs[i].txid,
+			    S_IFREG, b->msgs[i].offset + 2);
+			if (!used) {
+				more = false;
+				break;
+			}
+			at += used;
+			from = b->msgs[i].offset + 1;
+		}
+		queen_batch_free(b);
+		b = NULL;
+	}
+	dj->buf = buf;
+	dj->len = at;
+}
+
+static void
+partdir_reply(struct job *j)
+{
+	struct dir_job *dj = (struct dir_job *)j;
+
+	if (j->rc < 0)
+		fuse_reply_err(j->req, -j->rc);
+	else
+		fuse_reply_buf(j->req, dj->buf, dj->len);
+	free(dj->buf);
+	handle_put(dj->h);
+}
+
+void
+op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+    struct fuse_file_info *fi)
+{
+	struct handle *h = handle_get(fi);
+	struct dir_job *dj;
+	char *buf = NULL;
+	size_t at = 0, used;
+
+	if (h->node->kind == K_PART &&
+	    (dj = job_new(sizeof(*dj), partdir_run, partdir_reply, req))) {
+		dj->h = h;
+		dj->size = size;
+		dj->off = off;
+		engine_submit(&dj->j);
+		return;
+	}
+	if (h->node->kind == K_PART || !(buf = malloc(size))) {
+		fuse_reply_err(req, ENOMEM);
+		handle_put(h);
+		return;
+	}
+	for (size_t i = (size_t)off; i < h->ndents; i++) {
+		used = fill(req, buf, size, at, h->dents[i].name,
+		    h->dents[i].type, (off_t)i + 1);
+		if (!used)
+			break;
+		at += used;
+	}
+	fuse_reply_buf(req, buf, at);
+	free(buf);
+	handle_put(h);
+}
+
+void
+op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	handle_put((struct handle *)(uintptr_t)fi->fh);
+	fuse_reply_err(req, 0);
+}
+
+void
+op_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct statvfs sv;
+
+	memset(&sv, 0, sizeof(sv));
+	sv.f_bsize = sv.f_frsize = 4096;
+	sv.f_namemax = QUEEN_NAME_MAX;
+	fuse_reply_statfs(req, &sv);
+}

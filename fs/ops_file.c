@@ -1,0 +1,440 @@
+/*
+ * ops_file.c - open files: generated text (config, stats, sys files) rendered
+ * at open, payloads read at open, pending files (create + write + close =
+ * push, put or schedule) and control writes (config, seek).  Reads of
+ * `next` and poll live in ops_next.c; renames in ops_ack.c.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs.h"
+
+struct open_job {
+	struct job j;
+	struct handle *h;
+	struct fuse_file_info fi;
+};
+
+static void
+open_run(struct job *j, struct queen *q)
+{
+	struct open_job *oj = (struct open_job *)j;
+	struct handle *h = oj->h;
+	struct node *n = h->node;
+	struct msginfo mi;
+
+	switch (n->kind) {
+	case K_README:
+		j->rc = text_readme(&h->text, &h->len);
+		break;
+	case K_SYS_VERSION:
+		h->text = strdup(QUEENFS_VERSION "\n");
+		h->len = h->text ? strlen(h->text) : 0;
+		j->rc = h->text ? 0 : -ENOMEM;
+		break;
+	case K_SYS_STATS:
+		j->rc = text_sys_stats(q, &h->text, &h->len);
+		break;
+	case K_SYS_METRICS:
+		j->rc = text_metrics(q, &h->text, &h->len);
+		break;
+	case K_SYS_HEALTH:
+		j->rc = text_health(q, &h->text, &h->len);
+		break;
+	case K_CONFIG:
+		j->rc = text_config(q, n, &h->text, &h->len);
+		break;
+	case K_STATS:
+		j->rc = text_stats(q, n, &h->text, &h->len);
+		break;
+	default:
+		if ((j->rc = msg_info(q, n, true, &mi)) < 0)
+			break;
+		h->text = mi.payload;
+		h->len = mi.len;
+		mi.payload = NULL;
+		msginfo_release(&mi);
+		break;
+	}
+}
+
+static void
+open_reply(struct job *j)
+{
+	struct open_job *oj = (struct open_job *)j;
+
+	if (j->rc < 0) {
+		handle_put(oj->h);
+		fuse_reply_err(j->req, -j->rc);
+		return;
+	}
+	oj->fi.fh = (uint64_t)(uintptr_t)oj->h;
+	if (fuse_reply_open(j->req, &oj->fi) != 0)
+		handle_put(oj->h);
+}
+
+/* An open for write of a stored name: a new pending file under it. */
+static int
+open_pending(struct node *n, struct handle *h, int flags)
+{
+	enum pend_what w = n->kind == K_KV_KEY ? PW_KV :
+	    n->kind == K_TIMER ? PW_TIMER : PW_PUSH;
+	struct pending *pe;
+
+	if (n->kind == K_PENDING) {
+		pe = n->pend;
+		pthread_mutex_lock(&fs_lock);
+		pe->refs++;
+		pe->excl = false;  /* it exists: this open is not the create */
+		pthread_mutex_unlock(&fs_lock);
+		if (flags & O_TRUNC)
+			pend_truncate(pe, 0, fs_now());
+	} else {
+		pe = pend_new(w, n->queue, w == PW_PUSH ? n->part : NULL,
+		    n->name, fs_now());
+		if (!pe)
+			return -ENOMEM;
+		pe->dirty = (flags & O_TRUNC) != 0;
+		pthread_mutex_lock(&fs_lock);
+		pe->refs++;
+		pend_put(n->pend);
+		n->pend = pe;
+		n->kind = K_PENDING;
+		pthread_mutex_unlock(&fs_lock);
+	}
+	h->pend = pe;
+	h->writable = true;
+	return 0;
+}
+
+void
+op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct node *n = node_get(ino);
+	int acc = fi->flags & O_ACCMODE, rc = 0;
+	bool wr = acc != O_RDONLY, rd = acc != O_WRONLY;
+	struct handle *h;
+	struct open_job *oj;
+
+	if (!n) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	if (!(h = handle_new(n))) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	fi->direct_io = 1;
+	switch (n->kind) {
+	case K_NEXT:
+		fi->nonseekable = 1;
+		h->nonblock = (fi->flags & O_NONBLOCK) != 0;
+		rc = wr ? -EACCES : 0;
+		rd = false;
+		break;
+	case K_SEEK:
+		rc = rd ? -EACCES : 0;
+		h->writable = true;
+		break;
+	case K_CONFIG:
+		h->writable = wr;
+		break;
+	case K_MSG:
+	case K_PENDING:
+	case K_KV_KEY:
+	case K_TIMER:
+		if (wr)
+			rc = open_pending(n, h, fi->flags);
+		if (n->kind == K_PENDING) {
+			if (!h->pend) {
+				h->pend = n->pend;
+				pthread_mutex_lock(&fs_lock);
+				h->pend->refs++;
+				pthread_mutex_unlock(&fs_lock);
+			}
+			rd = false;  /* read from the buffer */
+		}
+		break;
+	default:
+		rc = wr ? -EACCES : 0;
+		break;
+	}
+	if (rc < 0 || !rd) {
+		if (rc < 0) {
+			handle_put(h);
+			fuse_reply_err(req, -rc);
+			return;
+		}
+		fi->fh = (uint64_t)(uintptr_t)h;
+		if (fuse_reply_open(req, fi) != 0)
+			handle_put(h);
+		return;
+	}
+	if (!(oj = job_new(sizeof(*oj), open_run, open_reply, req))) {
+		handle_put(h);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	oj->h = h;
+	oj->fi = *fi;
+	engine_submit(&oj->j);
+}
+
+/* Where a new file may be made, and what it becomes. */
+static int
+create_kind(struct node *p, const char *name, enum pend_what *w)
+{
+	switch (p->kind) {
+	case K_QUEUE:
+		if (node_is_reserved(name))
+			return -EEXIST;
+		/* fall through */
+	case K_PART:
+		*w = PW_PUSH;
+		return queen_name_valid(name) || node_staging_name(name) ? 0 :
+		    -EINVAL;
+	case K_KV_NS:
+		*w = PW_KV;
+		return queen_name_valid(name) ? 0 : -EINVAL;
+	case K_TIMERS:
+		*w = PW_TIMER;
+		return queen_name_valid(name) ? 0 : -EINVAL;
+	default:
+		/* ack/ failed/ retry/ dlq/ leased/: mv's copy must fail */
+		return -EPERM;
+	}
+}
+
+static int
+make_pending(struct node *p, const char *name, int flags, struct node **out)
+{
+	enum pend_what w;
+	struct pending *pe;
+	struct node *n;
+	int rc;
+
+	if ((rc = create_kind(p, name, &w)) < 0)
+		return rc;
+	pe = pend_new(w, p->queue, w == PW_PUSH ? p->part : NULL, name,
+	    fs_now());
+	if (!pe)
+		return -ENOMEM;
+	pe->excl = (flags & O_EXCL) != 0;
+	if (!(n = node_child(p, name, K_PENDING))) {
+		pend_drop(pe);
+		pend_put(pe);
+		return -ENOMEM;
+	}
+	pthread_mutex_lock(&fs_lock);
+	pend_put(n->pend);
+	n->pend = pe;
+	pthread_mutex_unlock(&fs_lock);
+	*out = n;
+	return 0;
+}
+
+void
+op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+    struct fuse_file_info *fi)
+{
+	struct node *p = node_get(parent), *n;
+	struct fuse_entry_param e;
+	struct handle *h;
+	int rc;
+
+	if (!p) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	if ((rc = make_pending(p, name, fi->flags, &n)) < 0) {
+		if (rc == -EINVAL || rc == -EPERM)
+			fs_log("create %s: %s", name, rc == -EINVAL ?
+			    "not a valid name here (EINVAL)" :
+			    "no files can be made here (EPERM)");
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	if (!(h = handle_new(n))) {
+		node_forget(n, 1);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	h->pend = n->pend;
+	pthread_mutex_lock(&fs_lock);
+	h->pend->refs++;
+	pthread_mutex_unlock(&fs_lock);
+	h->writable = true;
+	fi->direct_io = 1;
+	fi->fh = (uint64_t)(uintptr_t)h;
+	memset(&e, 0, sizeof(e));
+	e.ino = n->ino;
+	e.generation = 1;
+	node_attr(n, &e.attr);
+	if (fuse_reply_create(req, &e, fi) != 0) {
+		handle_put(h);
+		node_forget(n, 1);
+	}
+}
+
+void
+op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+    dev_t rdev)
+{
+	struct node *p = node_get(parent), *n;
+	int rc;
+
+	if (!p) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	if (!S_ISREG(mode)) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	if ((rc = make_pending(p, name, O_EXCL, &n)) < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	reply_entry(req, n);
+}
+
+void
+reply_slice(fuse_req_t req, const char *text, size_t len, size_t size,
+    off_t off)
+{
+	if (off < 0 || (size_t)off >= len) {
+		fuse_reply_buf(req, NULL, 0);
+		return;
+	}
+	if (size > len - (size_t)off)
+		size = len - (size_t)off;
+	fuse_reply_buf(req, text + off, size);
+}
+
+void
+op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+    struct fuse_file_info *fi)
+{
+	struct handle *h = handle_get(fi);
+
+	if (h->node->kind == K_NEXT) {
+		next_read(req, h, size, off);  /* keeps the reference */
+		return;
+	}
+	if (h->pend) {
+		pthread_mutex_lock(&fs_lock);
+		reply_slice(req, h->pend->buf, h->pend->len, size, off);
+		pthread_mutex_unlock(&fs_lock);
+	} else {
+		reply_slice(req, h->text, h->len, size, off);
+	}
+	handle_put(h);
+}
+
+/* Remember who wrote: only their close publishes (see ops_push.c). */
+static void
+note_writer(struct handle *h, uint64_t owner)
+{
+	pthread_mutex_lock(&fs_lock);
+	for (unsigned i = 0; i < h->nwriters && i < 8; i++) {
+		if (h->writers[i] == owner) {
+			pthread_mutex_unlock(&fs_lock);
+			return;
+		}
+	}
+	if (h->nwriters < 8)
+		h->writers[h->nwriters] = owner;
+	h->nwriters++;
+	pthread_mutex_unlock(&fs_lock);
+}
+
+struct ctl_job {
+	struct job j;
+	struct node *n;
+	struct ctl_config cfg;
+	struct ctl_seek seek;
+	size_t size;
+};
+
+static void
+ctl_run(struct job *j, struct queen *q)
+{
+	struct ctl_job *cj = (struct ctl_job *)j;
+	struct node *n = cj->n;
+	char path[512];
+
+	if (n->kind == K_CONFIG)
+		j->rc = queen_config_set(q, n->queue, n->group, cj->cfg.keys,
+		    cj->cfg.values, cj->cfg.n);
+	else
+		j->rc = queen_seek(q, n->queue, n->group,
+		    cj->seek.partition[0] ? cj->seek.partition : NULL,
+		    (enum queen_pos_kind)cj->seek.kind, cj->seek.value);
+	if (j->rc < 0) {
+		node_path(n, path, sizeof(path));
+		fs_log("write %s: %s (%s)", path, queen_errmsg(q),
+		    errname(j->rc));
+	} else if (n->kind == K_SEEK) {
+		j->notify = strdup(n->queue);
+	}
+}
+
+static void
+ctl_reply(struct job *j)
+{
+	if (j->rc < 0)
+		fuse_reply_err(j->req, -j->rc);
+	else
+		fuse_reply_write(j->req, ((struct ctl_job *)j)->size);
+}
+
+void
+op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
+    off_t off, struct fuse_file_info *fi)
+{
+	struct handle *h = handle_get(fi);
+	struct node *n = h->node;
+	struct ctl_job *cj;
+	char path[512];
+	int rc = 0, line = 0;
+
+	if (!h->writable || h->pend) {
+		if (!h->writable)
+			rc = -EBADF;
+		else if ((rc = pend_write(h->pend, buf, size, off, fs_now())) == 0)
+			note_writer(h, fi->lock_owner);
+		if (rc == 0)
+			fuse_reply_write(req, size);
+		if (rc < 0)
+			fuse_reply_err(req, -rc);
+		handle_put(h);
+		return;
+	}
+	handle_put(h);  /* a control write needs only the node */
+	if (!(cj = job_new(sizeof(*cj), ctl_run, ctl_reply, req))) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	cj->n = n;
+	cj->size = size;
+	cj->j.write = true;
+	rc = n->kind == K_CONFIG ?
+	    ctl_config_parse(buf, size, &cj->cfg, &line) :
+	    ctl_seek_parse(buf, size, &cj->seek);
+	if (rc < 0) {
+		node_path(n, path, sizeof(path));
+		if (line)
+			fs_log("write %s: line %d is not `key = value` "
+			    "(EINVAL)", path, line);
+		else
+			fs_log("write %s: cannot parse %s (%s)", path,
+			    n->kind == K_CONFIG ? "config" : "position",
+			    errname(rc));
+		free(cj);
+		fuse_reply_err(req, rc == -E2BIG ? EINVAL : -rc);
+		return;
+	}
+	engine_submit(&cj->j);
+}

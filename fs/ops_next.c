@@ -1,0 +1,223 @@
+/*
+ * ops_next.c - reading `next` pops, and poll() on it.  The first read of an
+ * open handle pops once for the directory's group and keeps the answer in
+ * the handle; later reads return the rest of it, then EOF.  An empty queue
+ * parks the read with the engine (no worker is held) until a push, a due
+ * time, the `wait` deadline (ENODATA) or an interrupt (EINTR).
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs.h"
+
+struct pop_job {
+	struct job j;
+	struct handle *h;
+	size_t size;
+	off_t off;
+	char *text;
+	size_t len;
+};
+
+/*
+ * One line per message, relative to the directory that holds `next`:
+ * `leased/<lease>/<txid>`.  An auto-acked pop has no lease, so its lines
+ * name the messages in the log instead: `partitions/<p>/<txid>` from the
+ * queue dir, `../../partitions/<p>/<txid>` from groups/<g>/.
+ */
+static int
+format_batch(const struct queen_batch *b, bool in_group, char **out,
+    size_t *len)
+{
+	size_t cap = 0, at = 0;
+	char *t = NULL;
+	FILE *f = open_memstream(&t, &cap);
+
+	if (!f)
+		return -ENOMEM;
+	for (size_t i = 0; i < b->n; i++) {
+		if (b->lease_id[0])
+			fprintf(f, "leased/%s/%s\n", b->lease_id, b->msgs[i].txid);
+		else
+			fprintf(f, "%spartitions/%s/%s\n", in_group ? "../../" :
+			    "", b->partition, b->msgs[i].txid);
+	}
+	if (fclose(f) != 0) {
+		free(t);
+		return -ENOMEM;
+	}
+	at = cap;
+	*out = t;
+	*len = at;
+	return 0;
+}
+
+static void
+pop_run(struct job *j, struct queen *q)
+{
+	struct pop_job *pj = (struct pop_job *)j;
+	struct node *n = pj->h->node;
+	struct queen_pop_req r = {
+		.queue = n->queue, .group = n->group, .auto_ack = -1,
+	};
+	struct queen_batch *b = NULL;
+	int64_t wait = 30;
+
+	j->rc = queen_pop(q, &r, &b);
+	if (j->rc == -EAGAIN && !pj->h->nonblock) {
+		if (j->deadline == 0) {
+			queen_config_get(q, n->queue, n->group, "wait", &wait);
+			if (wait <= 0) {
+				j->rc = -ENODATA;
+				return;
+			}
+			j->deadline = fs_now() + wait * 1000;
+			if (!(j->wait_queue = strdup(n->queue))) {
+				j->rc = -ENOMEM;
+				return;
+			}
+		}
+		/*
+		 * A due time already past would retry at once, forever: core
+		 * may say "now" for a group with nothing left.  Retry on
+		 * pushes and acks, and otherwise once a second.
+		 */
+		j->due = queen_next_due(q, n->queue, n->group);
+		if (j->due <= queen_now(q))
+			j->due = queen_now(q) + 1000;
+		j->wait = true;
+		return;
+	}
+	if (j->rc < 0) {
+		if (j->rc != -EAGAIN)
+			fs_log("pop %s%s%s: %s (%s)", n->queue,
+			    n->group ? "/groups/" : "", n->group ? n->group : "",
+			    queen_errmsg(q), errname(j->rc));
+		return;
+	}
+	engine_count_pop();
+	if (b->lease_id[0])
+		lease_seen(b->lease_id);
+	j->rc = format_batch(b, n->group != NULL, &pj->text, &pj->len);
+	queen_batch_free(b);
+}
+
+static void
+pop_reply(struct job *j)
+{
+	struct pop_job *pj = (struct pop_job *)j;
+	struct handle *h = pj->h;
+
+	if (j->rc < 0) {
+		free(pj->text);
+		fuse_reply_err(j->req, -j->rc);
+	} else {
+		h->text = pj->text;
+		h->len = pj->len;
+		h->loaded = true;
+		reply_slice(j->req, h->text, h->len, pj->size, pj->off);
+	}
+	handle_put(h);
+}
+
+void
+next_read(fuse_req_t req, struct handle *h, size_t size, off_t off)
+{
+	struct pop_job *pj;
+
+	if (h->loaded) {
+		reply_slice(req, h->text, h->len, size, off);
+		handle_put(h);
+		return;
+	}
+	if (!(pj = job_new(sizeof(*pj), pop_run, pop_reply, req))) {
+		fuse_reply_err(req, ENOMEM);
+		handle_put(h);
+		return;
+	}
+	pj->j.write = true;
+	pj->h = h;
+	pj->size = size;
+	pj->off = off;
+	engine_submit(&pj->j);
+}
+
+struct poll_job {
+	struct job j;
+	struct handle *h;
+	struct fuse_pollhandle *ph;
+	unsigned revents;
+};
+
+/*
+ * queen_next_due may answer "now" for a group whose cursors are all at the
+ * tail; readable also needs something retained past the cursors.
+ */
+static bool
+has_depth(struct queen *q, struct node *n)
+{
+	struct queen_stats st;
+
+	return queen_stats_get(q, n->queue, n->group, &st) != 0 ||
+	    st.depth > 0;
+}
+
+static void
+poll_run(struct job *j, struct queen *q)
+{
+	struct poll_job *pj = (struct poll_job *)j;
+	struct node *n = pj->h->node;
+	int64_t due;
+
+	if (pj->h->released) {
+		pj->revents = 0;
+	} else if (pj->h->loaded) {
+		pj->revents = POLLIN | POLLRDNORM;
+	} else if ((due = queen_next_due(q, n->queue, n->group)) <=
+	    queen_now(q) && has_depth(q, n)) {
+		pj->revents = POLLIN | POLLRDNORM;
+	} else if (pj->ph) {
+		engine_poll_watch(pj->h, n->queue, pj->ph, due);
+		pj->ph = NULL;
+	}
+	if (pj->ph)
+		fuse_pollhandle_destroy(pj->ph);
+}
+
+static void
+poll_reply(struct job *j)
+{
+	struct poll_job *pj = (struct poll_job *)j;
+
+	fuse_reply_poll(j->req, pj->revents);
+	handle_put(pj->h);
+}
+
+void
+op_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+    struct fuse_pollhandle *ph)
+{
+	struct handle *h = (struct handle *)(uintptr_t)fi->fh;
+	struct poll_job *pj;
+
+
+	if (h->node->kind != K_NEXT) {
+		if (ph)
+			fuse_pollhandle_destroy(ph);
+		fuse_reply_poll(req, POLLIN | POLLOUT |
+		    POLLRDNORM | POLLWRNORM);
+		return;
+	}
+	if (!(pj = job_new(sizeof(*pj), poll_run, poll_reply, req))) {
+		if (ph)
+			fuse_pollhandle_destroy(ph);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	pj->h = handle_get(fi);
+	pj->ph = ph;
+	engine_submit(&pj->j);
+}

@@ -1,0 +1,281 @@
+/*
+ * ops_push.c - publishing pending files: a flush (close) after write(2)
+ * pushes a message, puts a KV value or schedules a timer, and answers only
+ * after the engine's batch committed.  Only the flush of a process that
+ * wrote publishes (FUSE gives both the same lock owner): `sh >` closes the
+ * descriptor it dup2()ed before anything is written, and a child that
+ * inherited the descriptor without writing, such as `sleep` in
+ * `{ printf a; sleep 1; printf b; } > f`, closes it mid-file; while in
+ * `sh -c 'head > f'` the writer is the child, and its close() must see the
+ * error.  What is still unpublished at release (a file created but never
+ * written) is published then.  Renaming a dot-file to a plain name in the same
+ * directory publishes it too.  Dedup, size limits and every other rule are
+ * core's: this file passes bytes and maps errors.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs.h"
+
+struct push_job {
+	struct job j;
+	struct pending *pe;
+	struct node *parent;     /* rename: the directory */
+	char *txid, *oldname;    /* rename: the new and the staged names */
+	char *buf;
+	size_t len;
+	bool excl, dup;
+	struct handle *h;        /* release: freed after the push */
+};
+
+int
+push_pending(struct queen *q, struct pending *p, const char *txid,
+    const char *buf, size_t len, bool excl, char **notify, bool *dup)
+{
+	struct queen_push_item it;
+	struct queen_push_result res;
+	int rc;
+
+	switch (p->what) {
+	case PW_KV:
+		rc = queen_kv_put(q, p->queue, txid, buf, len, p->ttl_ms, excl);
+		break;
+	case PW_TIMER:
+		rc = queen_timer_schedule(q, p->queue, txid, NULL, p->due_at,
+		    buf, len);
+		break;
+	default:
+		memset(&it, 0, sizeof(it));
+		it.queue = p->queue;
+		it.partition = p->part;
+		it.txid = txid;
+		it.payload = buf;
+		it.len = len;
+		if ((rc = queen_push(q, &it, 1, excl, &res)) == 0) {
+			*dup = res.status == QUEEN_PUSH_DUPLICATE;
+			engine_count_push(*dup);
+			*notify = strdup(p->queue);
+		}
+		break;
+	}
+	if (rc < 0)
+		fs_log("push %s%s%s/%s: %s (%s)", p->queue,
+		    p->part ? "/partitions/" : "", p->part ? p->part : "",
+		    txid, queen_errmsg(q), errname(rc));
+	return rc;
+}
+
+static void
+push_run(struct job *j, struct queen *q)
+{
+	struct push_job *pj = (struct push_job *)j;
+
+	j->rc = push_pending(q, pj->pe, pj->txid, pj->buf, pj->len, pj->excl,
+	    &j->notify, &pj->dup);
+}
+
+/* After the commit: the file is published, or dirty again. */
+static void
+push_done(struct push_job *pj)
+{
+	struct pending *pe = pj->pe;
+
+	/* A failed push is not retried: close() said nothing was pushed. */
+	pthread_mutex_lock(&fs_lock);
+	if (pj->j.rc == 0 && !pe->dirty) {
+		pe->pushed = true;
+		pe->mtime = fs_now();
+	}
+	pthread_mutex_unlock(&fs_lock);
+	/* A duplicate's bytes are not what the store holds: stop showing them. */
+	if (pj->j.rc == 0 && pj->dup && !pj->parent)
+		pend_drop(pe);
+	if (pj->j.rc == 0 && pj->parent) {
+		struct pending *old = pend_find(pe->what, pe->queue, pe->part,
+		    pj->txid, fs_now());
+		if (old && old != pe)
+			pend_drop(old);
+		pend_put(old);
+		pend_rename(pe, pj->txid);
+		node_move(pj->parent, pj->oldname, pj->txid);
+	}
+	fuse_reply_err(pj->j.req, -pj->j.rc);
+	pend_put(pe);
+	free(pj->buf);
+	free(pj->txid);
+	free(pj->oldname);
+}
+
+static void
+push_reply(struct job *j)
+{
+	push_done((struct push_job *)j);
+}
+
+/* A job carrying a snapshot of pe; the file is clean until it fails. */
+static struct push_job *
+push_job_new(fuse_req_t req, struct pending *pe, const char *txid)
+{
+	struct push_job *pj = job_new(sizeof(*pj), push_run, push_reply, req);
+
+	if (!pj)
+		return NULL;
+	pj->j.write = true;
+	pj->pe = pe;
+	pj->txid = strdup(txid);
+	pj->buf = pend_snapshot(pe, &pj->len);
+	if (!pj->txid || !pj->buf) {
+		free(pj->txid);
+		free(pj->buf);
+		free(pj);
+		return NULL;
+	}
+	pthread_mutex_lock(&fs_lock);
+	pe->refs++;
+	pe->dirty = pe->written = false;
+	pj->excl = pe->excl;
+	pthread_mutex_unlock(&fs_lock);
+	return pj;
+}
+
+void
+op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct handle *h = (struct handle *)(uintptr_t)fi->fh;
+	struct pending *pe = h->pend;
+	struct push_job *pj;
+	bool dirty, wrote;
+	char *name;
+
+	if (!pe || !h->writable) {
+		fuse_reply_err(req, 0);
+		return;
+	}
+	pthread_mutex_lock(&fs_lock);
+	wrote = h->nwriters > 8;
+	for (unsigned i = 0; i < h->nwriters && i < 8; i++)
+		wrote = wrote || h->writers[i] == fi->lock_owner;
+	dirty = pe->written && pe->name[0] != '.' && wrote;
+	if (dirty)
+		h->nwriters = 0;
+	name = strdup(pe->name);
+	pthread_mutex_unlock(&fs_lock);
+	if (!dirty || !name) {
+		free(name);
+		fuse_reply_err(req, name ? 0 : ENOMEM);
+		return;
+	}
+	pj = push_job_new(req, pe, name);
+	free(name);
+	if (!pj) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	engine_submit(&pj->j);
+}
+
+/* rename(dir/.staged, dir/name): publish the staged bytes as name. */
+void
+push_rename(fuse_req_t req, struct node *dir, struct pending *pe,
+    const char *oldname, const char *newname)
+{
+	struct push_job *pj = push_job_new(req, pe, newname);
+
+	pend_put(pe);  /* the caller's reference; the job holds its own */
+	if (!pj || !(pj->oldname = strdup(oldname))) {
+		if (pj) {
+			free(pj->buf);
+			free(pj->txid);
+			pend_put(pj->pe);
+			free(pj);
+		}
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	pj->parent = dir;
+	engine_submit(&pj->j);
+}
+
+void
+op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+    struct fuse_file_info *fi)
+{
+	fuse_reply_err(req, 0);
+}
+
+static void
+release_push_reply(struct job *j)
+{
+	struct push_job *pj = (struct push_job *)j;
+	handle_put(pj->h);
+	push_done(pj);
+}
+
+/* The last close of a file created but never written: publish it now. */
+static bool
+release_push(fuse_req_t req, struct handle *h)
+{
+	struct pending *pe = h->pend;
+	struct push_job *pj;
+	bool dirty;
+	char *name;
+
+	if (!pe || !h->writable)
+		return false;
+	pthread_mutex_lock(&fs_lock);
+	dirty = pe->dirty && pe->name[0] != '.';
+	name = strdup(pe->name);
+	pthread_mutex_unlock(&fs_lock);
+	pj = dirty && name ? push_job_new(req, pe, name) : NULL;
+	free(name);
+	if (!pj)
+		return false;
+	pj->j.reply = release_push_reply;
+	pj->h = h;
+	engine_submit(&pj->j);
+	return true;
+}
+
+struct release_job {
+	struct job j;
+	struct handle *h;
+};
+
+static void
+release_run(struct job *j, struct queen *q)
+{
+	struct handle *h = ((struct release_job *)j)->h;
+
+	h->released = true;  /* a poll still in flight must not re-watch */
+	engine_poll_drop(h);
+}
+
+static void
+release_reply(struct job *j)
+{
+	handle_put(((struct release_job *)j)->h);
+	fuse_reply_err(j->req, 0);
+}
+
+void
+op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct handle *h = (struct handle *)(uintptr_t)fi->fh;
+	struct release_job *rj;
+
+	if (release_push(req, h))
+		return;
+	if (h->node->kind != K_NEXT) {
+		handle_put(h);
+		fuse_reply_err(req, 0);
+		return;
+	}
+	if (!(rj = job_new(sizeof(*rj), release_run, release_reply, req))) {
+		/* Leak the handle rather than free what the engine holds. */
+		fuse_reply_err(req, 0);
+		return;
+	}
+	rj->h = h;
+	engine_submit(&rj->j);
+}

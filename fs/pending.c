@@ -1,0 +1,472 @@
+/*
+ * pending.c - the layer's memory: files being written before their push
+ * (staging buffers, pwrite semantics), error notes attached to leased
+ * messages with setxattr before the rename that acks them, and the lease
+ * ids this mount handed out or released.  All outlive the kernel's nodes,
+ * so they are keyed by names, not inodes.  Everything here runs under
+ * fs_lock; nothing here calls the engine.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "fs.h"
+
+static struct pending *pends;
+
+struct note {
+	struct note *next;
+	char *lease, *txid, *error;
+	int64_t at;
+};
+
+static struct note *notes;
+
+int64_t
+fs_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static bool
+same(const char *a, const char *b)
+{
+	return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+static bool
+is_staging(const struct pending *p)
+{
+	return p->name[0] == '.';
+}
+
+/* Whether an unreferenced entry is still worth keeping. */
+static bool
+alive(const struct pending *p, int64_t now)
+{
+	if (p->pushed)
+		return p->what == PW_PUSH && now - p->mtime < PUSHED_LINGER_MS;
+	return is_staging(p) && now - p->mtime < STAGING_STALE_MS;
+}
+
+static void
+pend_free(struct pending *p)
+{
+	free(p->queue);
+	free(p->part);
+	free(p->name);
+	free(p->buf);
+	free(p);
+}
+
+static void
+unlink_pend(struct pending *p)
+{
+	for (struct pending **pp = &pends; *pp; pp = &(*pp)->next) {
+		if (*pp == p) {
+			*pp = p->next;
+			p->next = NULL;
+			return;
+		}
+	}
+}
+
+static bool
+in_table(const struct pending *p)
+{
+	for (struct pending *x = pends; x; x = x->next)
+		if (x == p)
+			return true;
+	return false;
+}
+
+struct pending *
+pend_find(enum pend_what w, const char *queue, const char *part,
+    const char *name, int64_t now)
+{
+	struct pending *p;
+
+	pthread_mutex_lock(&fs_lock);
+	for (p = pends; p; p = p->next) {
+		if (p->what == w && same(p->queue, queue) &&
+		    same(p->part, part) && strcmp(p->name, name) == 0)
+			break;
+	}
+	if (p && p->refs == 0 && !alive(p, now)) {
+		unlink_pend(p);
+		pend_free(p);
+		p = NULL;
+	} else if (p && p->pushed && !alive(p, now)) {
+		p = NULL;
+	}
+	if (p)
+		p->refs++;
+	pthread_mutex_unlock(&fs_lock);
+	return p;
+}
+
+struct pending *
+pend_new(enum pend_what w, const char *queue, const char *part,
+    const char *name, int64_t now)
+{
+	struct pending *p = calloc(1, sizeof(*p)), *old;
+
+	if (!p)
+		return NULL;
+	p->what = w;
+	p->queue = strdup(queue);
+	p->part = part ? strdup(part) : NULL;
+	p->name = strdup(name);
+	if (!p->queue || (part && !p->part) || !p->name) {
+		pend_free(p);
+		return NULL;
+	}
+	p->refs = 1;
+	p->dirty = true;
+	p->mtime = now;
+	pthread_mutex_lock(&fs_lock);
+	/* A new file of the same name replaces the old one in the table. */
+	while ((old = pend_find(w, queue, part, name, now)) != NULL) {
+		unlink_pend(old);
+		pend_put(old);
+	}
+	p->next = pends;
+	pends = p;
+	pthread_mutex_unlock(&fs_lock);
+	return p;
+}
+
+void
+pend_put(struct pending *p)
+{
+	if (!p)
+		return;
+	pthread_mutex_lock(&fs_lock);
+	if (--p->refs == 0) {
+		bool listed = in_table(p);
+		if (!listed || !alive(p, fs_now())) {
+			if (listed)
+				unlink_pend(p);
+			pend_free(p);
+		}
+	}
+	pthread_mutex_unlock(&fs_lock);
+}
+
+static int
+grow(struct pending *p, size_t need)
+{
+	size_t cap = p->cap ? p->cap : 4096;
+	char *b;
+
+	if (need > PENDING_MAX)
+		return -EFBIG;
+	if (need <= p->cap)
+		return 0;
+	while (cap < need)
+		cap *= 2;
+	if (!(b = realloc(p->buf, cap)))
+		return -ENOMEM;
+	p->buf = b;
+	p->cap = cap;
+	return 0;
+}
+
+int
+pend_write(struct pending *p, const char *buf, size_t size, off_t off,
+    int64_t now)
+{
+	size_t end;
+	int rc;
+
+	if (off < 0 || (uint64_t)off > PENDING_MAX)
+		return -EFBIG;
+	end = (size_t)off + size;
+	pthread_mutex_lock(&fs_lock);
+	if ((rc = grow(p, end)) == 0) {
+		if ((size_t)off > p->len)
+			memset(p->buf + p->len, 0, (size_t)off - p->len);
+		memcpy(p->buf + off, buf, size);
+		if (end > p->len)
+			p->len = end;
+		p->dirty = p->written = true;
+		p->pushed = false;
+		p->mtime = now;
+	}
+	pthread_mutex_unlock(&fs_lock);
+	return rc;
+}
+
+int
+pend_truncate(struct pending *p, off_t size, int64_t now)
+{
+	int rc;
+
+	if (size < 0 || (uint64_t)size > PENDING_MAX)
+		return -EFBIG;
+	pthread_mutex_lock(&fs_lock);
+	if ((rc = grow(p, (size_t)size)) == 0) {
+		if ((size_t)size > p->len)
+			memset(p->buf + p->len, 0, (size_t)size - p->len);
+		p->len = (size_t)size;
+		p->dirty = true;
+		p->pushed = false;
+		p->mtime = now;
+	}
+	pthread_mutex_unlock(&fs_lock);
+	return rc;
+}
+
+void
+pend_rename(struct pending *p, const char *name)
+{
+	char *s = strdup(name);
+
+	if (!s)
+		return;
+	pthread_mutex_lock(&fs_lock);
+	free(p->name);
+	p->name = s;
+	pthread_mutex_unlock(&fs_lock);
+}
+
+void
+pend_drop(struct pending *p)
+{
+	pthread_mutex_lock(&fs_lock);
+	unlink_pend(p);
+	pthread_mutex_unlock(&fs_lock);
+}
+
+char *
+pend_snapshot(struct pending *p, size_t *len)
+{
+	char *b;
+
+	pthread_mutex_lock(&fs_lock);
+	*len = p->len;
+	b = malloc(p->len ? p->len : 1);
+	if (b && p->len)
+		memcpy(b, p->buf, p->len);
+	pthread_mutex_unlock(&fs_lock);
+	return b;
+}
+
+size_t
+pend_list(enum pend_what w, const char *queue, const char *part, int64_t now,
+    struct dent **out)
+{
+	size_t n = 0, cap = 0;
+	struct dent *d = NULL, *nd;
+
+	pthread_mutex_lock(&fs_lock);
+	for (struct pending *p = pends; p; p = p->next) {
+		if (p->what != w || !same(p->queue, queue) ||
+		    !same(p->part, part) || (p->refs == 0 && !alive(p, now)) ||
+		    (p->pushed && !alive(p, now)))
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 8;
+			if (!(nd = realloc(d, cap * sizeof(*d))))
+				break;
+			d = nd;
+		}
+		d[n].name = strdup(p->name);
+		d[n].type = S_IFREG;
+		if (d[n].name)
+			n++;
+	}
+	pthread_mutex_unlock(&fs_lock);
+	*out = d;
+	return n;
+}
+
+void
+pend_sweep(int64_t now)
+{
+	pthread_mutex_lock(&fs_lock);
+	for (struct pending **pp = &pends; *pp;) {
+		struct pending *p = *pp;
+		if (p->refs == 0 && !alive(p, now)) {
+			*pp = p->next;
+			pend_free(p);
+		} else {
+			pp = &p->next;
+		}
+	}
+	pthread_mutex_unlock(&fs_lock);
+}
+
+static struct note **
+note_find(const char *lease, const char *txid)
+{
+	struct note **pp;
+
+	for (pp = &notes; *pp; pp = &(*pp)->next)
+		if (strcmp((*pp)->lease, lease) == 0 &&
+		    strcmp((*pp)->txid, txid) == 0)
+			break;
+	return pp;
+}
+
+void
+note_set(const char *lease, const char *txid, const char *error, int64_t now)
+{
+	struct note **pp, *n;
+	char *e = strdup(error);
+
+	if (!e)
+		return;
+	pthread_mutex_lock(&fs_lock);
+	pp = note_find(lease, txid);
+	if ((n = *pp) == NULL && (n = calloc(1, sizeof(*n))) != NULL) {
+		n->lease = strdup(lease);
+		n->txid = strdup(txid);
+		n->next = notes;
+		notes = n;
+	}
+	if (n) {
+		free(n->error);
+		n->error = e;
+		n->at = now;
+	} else {
+		free(e);
+	}
+	pthread_mutex_unlock(&fs_lock);
+}
+
+static void
+note_free(struct note *n)
+{
+	free(n->lease);
+	free(n->txid);
+	free(n->error);
+	free(n);
+}
+
+char *
+note_take(const char *lease, const char *txid)
+{
+	struct note **pp, *n;
+	char *e = NULL;
+
+	pthread_mutex_lock(&fs_lock);
+	pp = note_find(lease, txid);
+	if ((n = *pp) != NULL) {
+		*pp = n->next;
+		e = n->error;
+		n->error = NULL;
+		note_free(n);
+	}
+	pthread_mutex_unlock(&fs_lock);
+	return e;
+}
+
+char *
+note_get(const char *lease, const char *txid)
+{
+	struct note *n;
+	char *e = NULL;
+
+	pthread_mutex_lock(&fs_lock);
+	if ((n = *note_find(lease, txid)) != NULL && n->error)
+		e = strdup(n->error);
+	pthread_mutex_unlock(&fs_lock);
+	return e;
+}
+
+/* Notes outlive no lease: a day is longer than any sane lease_time. */
+void
+note_sweep(int64_t now)
+{
+	pthread_mutex_lock(&fs_lock);
+	for (struct note **pp = &notes; *pp;) {
+		struct note *n = *pp;
+		if (now - n->at > 86400 * 1000) {
+			*pp = n->next;
+			note_free(n);
+		} else {
+			pp = &n->next;
+		}
+	}
+	pthread_mutex_unlock(&fs_lock);
+}
+
+/*
+ * Lease ids handed out here, and what acks here took from them: a dead
+ * lease keeps resolving (so an ack through it fails with ESTALE in rename
+ * rather than ENOENT at lookup), except the messages already acked through
+ * it and a lease acked whole.  Unknown ids never resolve.  A ring: the
+ * oldest are forgotten.
+ */
+#define LEASE_RING 4096
+#define LEASE_ACKED 8
+
+static struct {
+	char id[QUEEN_ID_LEN + 1];
+	bool whole;
+	char *acked[LEASE_ACKED];
+} leases[LEASE_RING];
+static unsigned lease_at;
+
+static int
+lease_slot(const char *id)
+{
+	for (int i = 0; i < LEASE_RING; i++)
+		if (leases[i].id[0] && strcmp(leases[i].id, id) == 0)
+			return i;
+	return -1;
+}
+
+void
+lease_seen(const char *id)
+{
+	pthread_mutex_lock(&fs_lock);
+	if (lease_slot(id) < 0 && strlen(id) <= QUEEN_ID_LEN) {
+		for (int k = 0; k < LEASE_ACKED; k++) {
+			free(leases[lease_at].acked[k]);
+			leases[lease_at].acked[k] = NULL;
+		}
+		strcpy(leases[lease_at].id, id);
+		leases[lease_at].whole = false;
+		lease_at = (lease_at + 1) % LEASE_RING;
+	}
+	pthread_mutex_unlock(&fs_lock);
+}
+
+void
+lease_acked(const char *id, const char *txid)
+{
+	int i;
+
+	pthread_mutex_lock(&fs_lock);
+	if ((i = lease_slot(id)) >= 0 && !txid) {
+		leases[i].whole = true;
+	} else if (i >= 0) {
+		int k = 0;
+		while (k < LEASE_ACKED - 1 && leases[i].acked[k])
+			k++;
+		free(leases[i].acked[k]);
+		leases[i].acked[k] = strdup(txid);
+	}
+	pthread_mutex_unlock(&fs_lock);
+}
+
+bool
+lease_known(const char *id, const char *txid)
+{
+	int i;
+	bool known;
+
+	pthread_mutex_lock(&fs_lock);
+	known = (i = lease_slot(id)) >= 0 && !leases[i].whole;
+	for (int k = 0; known && txid && k < LEASE_ACKED; k++)
+		if (leases[i].acked[k] && strcmp(leases[i].acked[k], txid) == 0)
+			known = false;
+	pthread_mutex_unlock(&fs_lock);
+	return known;
+}

@@ -1,0 +1,345 @@
+/*
+ * text.c - the contents of generated files (README, config, stats, the
+ * sys/ files), rendered on the engine thread when the file is opened.
+ * Every number comes from core or from the engine's counters; this file
+ * only lays them out.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs.h"
+
+static const char readme[] =
+"queenfs - a message queue used through files\n"
+"\n"
+"  queues/<q>/            mkdir creates a queue, rmdir deletes an empty one\n"
+"    config               `key = value` lines; a write sets the keys it names\n"
+"    stats                depth, cursors, lag, leases, DLQ size\n"
+"    <name>               create + write + close = push (name = transactionId)\n"
+"    .<name>...           staging file: not pushed until renamed to a plain name\n"
+"    partitions/<p>/      the log of partition p; create a file here to push to p\n"
+"    next                 read = pop: `leased/<lease>/<txid>` lines\n"
+"    leased/<lease>/      the leased messages (payload; user.queen.* xattrs)\n"
+"    ack/ failed/ retry/ dlq/   rename a leased message into one to ack it\n"
+"    seek                 write `start`, `end`, an offset, a time, or `<p> <pos>`\n"
+"    groups/<g>/          a consumer group: config stats next seek leased/ ack/ ...\n"
+"    timers/<key>         payload pushed into the queue at the file's mtime\n"
+"  kv/<ns>/<key>          KV state: read = get, write + close = put, rm = delete\n"
+"  sys/                   stats, metrics (Prometheus), version, health\n"
+"\n"
+"Examples\n"
+"  mkdir queues/jobs\n"
+"  echo '{\"id\": 1}' > queues/jobs/order-1          # push\n"
+"  m=$(cat queues/jobs/next)                          # pop: leased/L/order-1\n"
+"  cat queues/jobs/$m                                 # the payload\n"
+"  mv queues/jobs/$m queues/jobs/ack/                 # completed\n"
+"  setfattr -n user.queen.error -v 'bad input' queues/jobs/$m\n"
+"  mv queues/jobs/$m queues/jobs/failed/              # failed, retried later\n"
+"  echo 'lease_time = 60' > queues/jobs/config\n"
+"  echo start > queues/jobs/groups/audit/seek         # replay for group audit\n"
+"\n"
+"rename(2) answers: 0 done, ESTALE lease gone, EALREADY already committed,\n"
+"ENOENT unknown transaction, EINVAL not an ack, EIO storage failure.\n";
+
+int
+text_readme(char **out, size_t *len)
+{
+	*len = sizeof(readme) - 1;
+	*out = strdup(readme);
+	return *out ? 0 : -ENOMEM;
+}
+
+int
+text_config(struct queen *q, struct node *n, char **out, size_t *len)
+{
+	size_t cap = 4096;
+	ssize_t need;
+	char *b = NULL, *nb;
+
+	for (;;) {
+		if (!(nb = realloc(b, cap))) {
+			free(b);
+			return -ENOMEM;
+		}
+		b = nb;
+		need = queen_config_format(q, n->queue, n->group, b, cap);
+		if (need < 0) {
+			free(b);
+			return (int)need;
+		}
+		if ((size_t)need < cap)
+			break;
+		cap = (size_t)need + 1;
+	}
+	*out = b;
+	*len = strlen(b);
+	return 0;
+}
+
+static int
+close_text(FILE *f, char **t, size_t *len, int rc)
+{
+	if (fclose(f) != 0 && rc == 0)
+		rc = -ENOMEM;
+	if (rc < 0) {
+		free(*t);
+		*t = NULL;
+		*len = 0;
+	}
+	return rc < 0 ? rc : 0;
+}
+
+static void
+put_time(FILE *f, const char *key, int64_t ms)
+{
+	char b[40];
+
+	if (ms <= 0) {
+		fprintf(f, "%s = -\n", key);
+		return;
+	}
+	ctl_time_format(ms, b, sizeof(b));
+	fprintf(f, "%s = %s\n", key, b);
+}
+
+static int
+cursor_cb(void *arg, const struct queen_cursor_info *ci)
+{
+	FILE *f = arg;
+	char b[40] = "-";
+
+	if (ci->leased)
+		ctl_time_format(ci->lease_expires_at, b, sizeof(b));
+	fprintf(f, "partition %s: committed = %lld, tail = %lld, lag = %lld, "
+	    "leased_until = %s, retry_count = %lld\n", ci->partition,
+	    (long long)ci->committed, (long long)ci->tail, (long long)ci->lag,
+	    b, (long long)ci->retry_count);
+	return 0;
+}
+
+int
+text_stats(struct queen *q, struct node *n, char **out, size_t *len)
+{
+	struct queen_stats s;
+	FILE *f;
+	int rc;
+
+	if ((rc = queen_stats_get(q, n->queue, n->group, &s)) < 0)
+		return rc;
+	if (!(f = open_memstream(out, len)))
+		return -ENOMEM;
+	fprintf(f, "queue = %s\ngroup = %s\n", n->queue,
+	    n->group ? n->group : QUEEN_QUEUE_MODE);
+	fprintf(f, "partitions = %lld\nmessages = %lld\npushed = %lld\n"
+	    "depth = %lld\nleases = %lld\nleased_messages = %lld\n"
+	    "dlq = %lld\nduplicates = %lld\ngroups = %lld\n",
+	    (long long)s.partitions, (long long)s.messages,
+	    (long long)s.pushed, (long long)s.depth, (long long)s.leases,
+	    (long long)s.leased_msgs, (long long)s.dlq,
+	    (long long)s.duplicates, (long long)s.groups);
+	put_time(f, "oldest_waiting", s.oldest_waiting);
+	rc = queen_cursor_list(q, n->queue, n->group, cursor_cb, f);
+	return close_text(f, out, len, rc);
+}
+
+struct sum {
+	struct queen *q;
+	FILE *f;
+	struct queen_stats total;
+	int64_t queues;
+	const char *queue;  /* metrics: the queue whose groups are listed */
+};
+
+static int
+sum_cb(void *arg, const struct queen_queue_info *qi)
+{
+	struct sum *s = arg;
+	struct queen_stats st;
+
+	if (queen_stats_get(s->q, qi->name, NULL, &st) < 0)
+		return 0;
+	s->queues++;
+	s->total.partitions += st.partitions;
+	s->total.messages += st.messages;
+	s->total.pushed += st.pushed;
+	s->total.depth += st.depth;
+	s->total.leases += st.leases;
+	s->total.dlq += st.dlq;
+	s->total.duplicates += st.duplicates;
+	s->total.groups += st.groups;
+	return 0;
+}
+
+int
+text_sys_stats(struct queen *q, char **out, size_t *len)
+{
+	struct sum s = { .q = q };
+	struct engine_counters c;
+	FILE *f;
+	int rc;
+
+	rc = queen_queue_list(q, sum_cb, &s);
+	engine_counters(&c);
+	if (!(f = open_memstream(out, len)))
+		return -ENOMEM;
+	fprintf(f, "queues = %lld\npartitions = %lld\nmessages = %lld\n"
+	    "pushed = %lld\ndepth = %lld\nleases = %lld\ndlq = %lld\n"
+	    "duplicates = %lld\ngroups = %lld\n", (long long)s.queues,
+	    (long long)s.total.partitions, (long long)s.total.messages,
+	    (long long)s.total.pushed, (long long)s.total.depth,
+	    (long long)s.total.leases, (long long)s.total.dlq,
+	    (long long)s.total.duplicates, (long long)s.total.groups);
+	fprintf(f, "pushes = %llu\nacks = %llu\npops = %llu\ncommits = %llu\n"
+	    "commit_failures = %llu\nwaiting_readers = %llu\n",
+	    (unsigned long long)c.pushes, (unsigned long long)c.acks,
+	    (unsigned long long)c.pops, (unsigned long long)c.commits,
+	    (unsigned long long)c.commit_failures,
+	    (unsigned long long)c.waiters);
+	return close_text(f, out, len, rc < 0 ? rc : 0);
+}
+
+struct row {
+	char queue[QUEEN_NAME_MAX + 1];
+	char group[QUEEN_NAME_MAX + 1];
+	struct queen_stats st;
+};
+
+struct rows {
+	struct queen *q;
+	struct row *r;
+	size_t n, cap;
+	const char *queue;
+	int rc;
+};
+
+static int
+add_row(struct rows *rs, const char *queue, const char *group)
+{
+	struct row *r;
+
+	if (rs->n == rs->cap) {
+		rs->cap = rs->cap ? rs->cap * 2 : 16;
+		if (!(r = realloc(rs->r, rs->cap * sizeof(*r))))
+			return -ENOMEM;
+		rs->r = r;
+	}
+	r = &rs->r[rs->n];
+	snprintf(r->queue, sizeof(r->queue), "%s", queue);
+	snprintf(r->group, sizeof(r->group), "%s",
+	    group ? group : QUEEN_QUEUE_MODE);
+	if (queen_stats_get(rs->q, queue, group, &r->st) == 0)
+		rs->n++;
+	return 0;
+}
+
+static int
+row_group_cb(void *arg, const struct queen_group_info *gi)
+{
+	struct rows *rs = arg;
+
+	if (strcmp(gi->name, QUEEN_QUEUE_MODE) == 0)
+		return 0;
+	return add_row(rs, rs->queue, gi->name);
+}
+
+static int
+row_queue_cb(void *arg, const struct queen_queue_info *qi)
+{
+	struct rows *rs = arg;
+	int rc;
+
+	if ((rc = add_row(rs, qi->name, NULL)) < 0)
+		return rc;
+	rs->queue = qi->name;
+	return queen_group_list(rs->q, qi->name, row_group_cb, rs) < 0 ? 0 : 0;
+}
+
+static void
+family(FILE *f, const struct rows *rs, const char *name, const char *help,
+    size_t field)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name);
+	for (size_t i = 0; i < rs->n; i++) {
+		const struct row *r = &rs->r[i];
+		int64_t v = *(const int64_t *)((const char *)&r->st + field);
+		if (field == offsetof(struct queen_stats, messages)) {
+			if (strcmp(r->group, QUEEN_QUEUE_MODE) == 0)
+				fprintf(f, "%s{queue=\"%s\"} %lld\n", name,
+				    r->queue, (long long)v);
+			continue;
+		}
+		fprintf(f, "%s{queue=\"%s\",group=\"%s\"} %lld\n", name,
+		    r->queue, r->group, (long long)v);
+	}
+}
+
+static void
+counter(FILE *f, const char *name, const char *type, const char *help,
+    unsigned long long v)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n%s %llu\n", name, help, name,
+	    type, name, v);
+}
+
+int
+text_metrics(struct queen *q, char **out, size_t *len)
+{
+	struct rows rs = { .q = q };
+	struct engine_counters c;
+	FILE *f;
+	int rc;
+
+	engine_counters(&c);
+	rc = queen_queue_list(q, row_queue_cb, &rs);
+	if (!(f = open_memstream(out, len))) {
+		free(rs.r);
+		return -ENOMEM;
+	}
+	family(f, &rs, "queenfs_messages", "Messages retained.",
+	    offsetof(struct queen_stats, messages));
+	family(f, &rs, "queenfs_depth", "Messages past the group's cursors.",
+	    offsetof(struct queen_stats, depth));
+	family(f, &rs, "queenfs_leases", "Live leases.",
+	    offsetof(struct queen_stats, leases));
+	family(f, &rs, "queenfs_dlq", "Dead letters.",
+	    offsetof(struct queen_stats, dlq));
+	free(rs.r);
+	counter(f, "queenfs_pushes_total", "counter", "Pushes since start.",
+	    c.pushes);
+	counter(f, "queenfs_duplicates_total", "counter",
+	    "Duplicate pushes since start.", c.duplicates);
+	counter(f, "queenfs_acks_total", "counter", "Acks since start.",
+	    c.acks);
+	counter(f, "queenfs_pops_total", "counter", "Pops since start.",
+	    c.pops);
+	counter(f, "queenfs_commits_total", "counter",
+	    "Group commits since start.", c.commits);
+	counter(f, "queenfs_commit_requests_total", "counter",
+	    "Requests carried by group commits (divide by commits for the "
+	    "mean group size).", c.commit_jobs);
+	counter(f, "queenfs_commit_size_max", "gauge",
+	    "Most requests carried by one commit.", c.commit_max);
+	counter(f, "queenfs_commit_failures_total", "counter",
+	    "Failed commits.", c.commit_failures);
+	counter(f, "queenfs_waiting_readers", "gauge",
+	    "Reads of next waiting for a message.", c.waiters);
+	return close_text(f, out, len, rc < 0 ? rc : 0);
+}
+
+int
+text_health(struct queen *q, char **out, size_t *len)
+{
+	char why[512];
+	FILE *f = open_memstream(out, len);
+
+	if (!f)
+		return -ENOMEM;
+	if (queen_failed(q, why, sizeof(why)))
+		fprintf(f, "failed: %s\n", why);
+	else
+		fputs("ok\n", f);
+	return close_text(f, out, len, 0);
+}
