@@ -139,10 +139,15 @@ run_batch(struct job *list)
 {
 	struct queen *q = E.q;
 	char why[256];
-	bool failed = queen_failed(q, why, sizeof(why));
-	int brc = queen_batch_begin(q), crc = 0;
+	bool failed = queen_failed(q, why, sizeof(why)), durable = false;
+	int brc, crc = 0;
 	uint64_t n = 0;
 	struct job *j, *nx;
+
+	/* a batch of leases and reads alone need not wait for the disk */
+	for (j = list; j; j = j->next)
+		durable = durable || (j->write && !j->lazy);
+	brc = durable ? queen_batch_begin(q) : queen_batch_begin_lazy(q);
 
 	for (j = list; j; j = j->next) {
 		n++;
@@ -168,7 +173,7 @@ run_batch(struct job *list)
 		E.c.commit_max = n;
 	for (j = list; j; j = j->next)
 		if (j->notify && j->rc == 0)
-			notify_queue(j->notify);
+			notify_queue(j->notify[0] ? j->notify : NULL);
 	for (j = list; j; j = nx) {
 		nx = j->next;
 		if (j->wait && crc == 0)

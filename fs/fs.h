@@ -58,6 +58,8 @@ enum kind {
 	K_SYS_METRICS,
 	K_SYS_VERSION,
 	K_SYS_HEALTH,
+	K_API,          /* api/ */
+	K_API_FILE,     /* api/<endpoint>: write a request, read the answer */
 };
 
 /* What a pending file becomes when it is flushed. */
@@ -134,6 +136,11 @@ struct handle {
 	/* lock owners (processes) that wrote since the last push */
 	uint64_t writers[8];
 	unsigned nwriters;      /* past 8: any flush publishes */
+	char *req;              /* api/: the request as written */
+	size_t req_len, req_cap;
+	bool req_big;           /* api/: past QUEEN_API_MAX_BODY */
+	int api_state, api_rc;
+	size_t api_pos;         /* api/: the answer is read from its start */
 	struct fuse_pollhandle *ph;  /* next: owned by the engine thread */
 	int64_t poll_due;
 	struct handle *poll_next;
@@ -153,6 +160,7 @@ struct job {
 	fuse_req_t req;
 	int rc;
 	bool write;         /* mutating: a failed commit turns rc into -EIO */
+	bool lazy;          /* a write that need not survive a crash (lease) */
 	/* set by run: park as a waiter until deadline (ms) or a push */
 	bool wait;
 	int64_t deadline, due;
@@ -274,6 +282,11 @@ void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
     size_t size);
 void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
 void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
+
+/* ops_api.c */
+void api_read(fuse_req_t req, struct handle *h, size_t size, off_t off);
+int api_write(struct handle *h, const char *buf, size_t size, off_t off);
+void api_flush(fuse_req_t req, struct handle *h);
 
 /* shared by the ops files */
 void reply_slice(fuse_req_t req, const char *text, size_t len, size_t size,

@@ -33,6 +33,16 @@ static const struct dirtab root_tab[] = {
 	{ "queues", K_QUEUES, NULL },
 	{ "kv", K_KV, NULL },
 	{ "sys", K_SYS, NULL },
+	{ "api", K_API, NULL },
+	{ NULL, 0, NULL },
+};
+
+static const struct dirtab api_tab[] = {
+	{ "push", K_API_FILE, NULL },
+	{ "pop", K_API_FILE, NULL },
+	{ "ack", K_API_FILE, NULL },
+	{ "transaction", K_API_FILE, NULL },
+	{ "renew", K_API_FILE, NULL },
 	{ NULL, 0, NULL },
 };
 
@@ -73,6 +83,9 @@ tab_of(enum kind dir, size_t *n)
 		break;
 	case K_SYS:
 		t = sys_tab;
+		break;
+	case K_API:
+		t = api_tab;
 		break;
 	case K_QUEUE:
 	case K_GROUP:
@@ -136,7 +149,7 @@ node_is_dir(enum kind k)
 	case K_ROOT: case K_QUEUES: case K_QUEUE: case K_LEASED: case K_LEASE:
 	case K_SINK: case K_DLQ: case K_DLQ_PART: case K_PARTS: case K_PART:
 	case K_GROUPS: case K_GROUP: case K_TIMERS: case K_KV: case K_KV_NS:
-	case K_SYS:
+	case K_SYS: case K_API:
 		return true;
 	default:
 		return false;
@@ -440,6 +453,9 @@ file_mask(enum kind k)
 		return 0666;
 	case K_SEEK:
 		return 0222;
+	/* the JSON files reach every queue: the mount's owner only */
+	case K_API_FILE:
+		return 0600;
 	default:
 		return 0444;
 	}

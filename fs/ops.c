@@ -123,6 +123,7 @@ handle_put(struct handle *h)
 		free(h->dents[i].name);
 	free(h->dents);
 	free(h->text);
+	free(h->req);
 	pend_put(h->pend);
 	if (h->node)
 		node_close(h->node);

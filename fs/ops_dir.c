@@ -212,7 +212,7 @@ op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	switch (n->kind) {
 	case K_ROOT: case K_SYS: case K_QUEUE: case K_GROUP: case K_SINK:
-	case K_PART:
+	case K_PART: case K_API:
 		fi->fh = (uint64_t)(uintptr_t)h;
 		if (fuse_reply_open(req, fi) != 0)
 			handle_put(h);

@@ -141,6 +141,11 @@ op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	case K_CONFIG:
 		h->writable = wr;
 		break;
+	case K_API_FILE:
+		fi->nonseekable = 1;
+		h->writable = wr;
+		rd = false;  /* the answer is made at the first read */
+		break;
 	case K_MSG:
 	case K_PENDING:
 	case K_KV_KEY:
@@ -323,6 +328,10 @@ op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		next_read(req, h, size, off);  /* keeps the reference */
 		return;
 	}
+	if (h->node->kind == K_API_FILE) {
+		api_read(req, h, size, off);  /* keeps the reference */
+		return;
+	}
 	if (h->pend) {
 		pthread_mutex_lock(&fs_lock);
 		reply_slice(req, h->pend->buf, h->pend->len, size, off);
@@ -400,6 +409,14 @@ op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 	char path[512];
 	int rc = 0, line = 0;
 
+	if (h->writable && n->kind == K_API_FILE) {
+		if ((rc = api_write(h, buf, size, off)) == 0)
+			fuse_reply_write(req, size);
+		else
+			fuse_reply_err(req, -rc);
+		handle_put(h);
+		return;
+	}
 	if (!h->writable || h->pend) {
 		if (!h->writable)
 			rc = -EBADF;

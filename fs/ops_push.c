@@ -148,6 +148,10 @@ op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	bool dirty, wrote;
 	char *name;
 
+	if (h->node->kind == K_API_FILE) {
+		api_flush(req, h);
+		return;
+	}
 	if (!pe || !h->writable) {
 		fuse_reply_err(req, 0);
 		return;

@@ -1,0 +1,196 @@
+/*
+ * ops_api.c - the api/ files: open one read-write, write one JSON request,
+ * read the JSON answer on the same descriptor.  The answer is read from
+ * its first byte whatever the file position the writes left (reads keep
+ * their own position).  The request runs at the first read, or at close
+ * when nothing was read: then close() fails with EIO if the call as a
+ * whole failed.  The JSON itself is core's (queen_api); this file only
+ * gathers bytes and hands them over.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs.h"
+
+enum { API_IDLE, API_RUNNING, API_DONE };
+
+struct api_job {
+	struct job j;
+	struct handle *h;
+	size_t size;      /* read: how much was asked */
+	bool flush;
+};
+
+static void
+api_run(struct job *j, struct queen *q)
+{
+	struct api_job *aj = (struct api_job *)j;
+	struct handle *h = aj->h;
+	char *resp = NULL;
+	int rc;
+
+	/* an oversize body is answered without being read */
+	rc = queen_api(q, h->node->name, h->req ? h->req : "",
+	    h->req_big ? (size_t)QUEEN_API_MAX_BODY + 1 : h->req_len, &resp);
+	if (rc == -ENOMEM && !resp) {
+		j->rc = -ENOMEM;
+		return;
+	}
+	pthread_mutex_lock(&fs_lock);
+	free(h->text);
+	h->text = resp;
+	h->len = resp ? strlen(resp) : 0;
+	h->api_rc = rc;
+	pthread_mutex_unlock(&fs_lock);
+	if (rc != 0)
+		fs_log("api/%s: the call failed: %.200s", h->node->name,
+		    resp ? resp : "");
+	/* a push may have made something available: wake every waiter */
+	if (!strcmp(h->node->name, "push") ||
+	    !strcmp(h->node->name, "transaction") ||
+	    !strcmp(h->node->name, "ack"))
+		j->notify = strdup("");
+}
+
+static void
+answer(fuse_req_t req, struct handle *h, size_t size)
+{
+	size_t at;
+
+	pthread_mutex_lock(&fs_lock);
+	at = h->api_pos;
+	if (at > h->len)
+		at = h->len;
+	if (size > h->len - at)
+		size = h->len - at;
+	h->api_pos = at + size;
+	pthread_mutex_unlock(&fs_lock);
+	fuse_reply_buf(req, size ? h->text + at : NULL, size);
+}
+
+static void
+api_reply(struct job *j)
+{
+	struct api_job *aj = (struct api_job *)j;
+	struct handle *h = aj->h;
+
+	pthread_mutex_lock(&fs_lock);
+	h->api_state = API_DONE;
+	if (j->rc < 0)
+		h->api_rc = j->rc;
+	pthread_mutex_unlock(&fs_lock);
+	if (aj->flush)
+		fuse_reply_err(j->req, h->api_rc != 0 ? EIO : 0);
+	else if (j->rc < 0)
+		fuse_reply_err(j->req, -j->rc);
+	else
+		answer(j->req, h, aj->size);
+	handle_put(h);
+}
+
+static void
+api_submit(fuse_req_t req, struct handle *h, size_t size, bool flush)
+{
+	struct api_job *aj = job_new(sizeof(*aj), api_run, api_reply, req);
+
+	if (!aj) {
+		pthread_mutex_lock(&fs_lock);
+		h->api_state = API_IDLE;
+		pthread_mutex_unlock(&fs_lock);
+		handle_put(h);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	aj->j.write = true;
+	aj->h = h;
+	aj->size = size;
+	aj->flush = flush;
+	engine_submit(&aj->j);
+}
+
+/* Takes over the caller's reference on h. */
+void
+api_read(fuse_req_t req, struct handle *h, size_t size, off_t off)
+{
+	int state;
+
+	pthread_mutex_lock(&fs_lock);
+	state = h->api_state;
+	if (state == API_IDLE)
+		h->api_state = API_RUNNING;
+	pthread_mutex_unlock(&fs_lock);
+	if (state == API_IDLE) {
+		api_submit(req, h, size, false);
+		return;
+	}
+	if (state == API_RUNNING)
+		fuse_reply_err(req, EBUSY);  /* a second reader, mid-call */
+	else
+		answer(req, h, size);
+	handle_put(h);
+}
+
+int
+api_write(struct handle *h, const char *buf, size_t size, off_t off)
+{
+	size_t end;
+	int rc = 0;
+
+	if (off < 0)
+		return -EINVAL;
+	pthread_mutex_lock(&fs_lock);
+	if (h->api_state != API_IDLE) {
+		rc = -EBUSY;  /* one request per open */
+		goto out;
+	}
+	end = (size_t)off + size;
+	if (end > QUEEN_API_MAX_BODY) {
+		h->req_big = true;  /* answered as too_large */
+		goto out;
+	}
+	if (end > h->req_cap) {
+		size_t cap = h->req_cap ? h->req_cap : 4096;
+		char *nb;
+
+		while (cap < end)
+			cap *= 2;
+		if (!(nb = realloc(h->req, cap))) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		h->req = nb;
+		h->req_cap = cap;
+	}
+	if ((size_t)off > h->req_len)
+		memset(h->req + h->req_len, ' ', (size_t)off - h->req_len);
+	memcpy(h->req + off, buf, size);
+	if (end > h->req_len)
+		h->req_len = end;
+out:
+	pthread_mutex_unlock(&fs_lock);
+	return rc;
+}
+
+/* close: run a request nobody read the answer of, and say how it went. */
+void
+api_flush(fuse_req_t req, struct handle *h)
+{
+	int state;
+	bool wrote;
+
+	pthread_mutex_lock(&fs_lock);
+	state = h->api_state;
+	wrote = h->req_len > 0 || h->req_big;
+	if (state == API_IDLE && wrote) {
+		h->api_state = API_RUNNING;
+		h->refs++;
+	}
+	pthread_mutex_unlock(&fs_lock);
+	if (state == API_IDLE && wrote) {
+		api_submit(req, h, 0, true);
+		return;
+	}
+	/* whoever read the answer already knows how it went */
+	fuse_reply_err(req, 0);
+}
