@@ -283,6 +283,12 @@ void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
 void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
 
+/* name.c: transactionIds as file names (reversible; see name.c) */
+#define NAME_MAX_BYTES 255
+int txid_to_name(const char *txid, char *out, size_t len);
+int name_to_txid(const char *name, char *out, size_t len);
+bool name_is_msg(const char *name);
+
 /* ops_api.c */
 void api_read(fuse_req_t req, struct handle *h, size_t size, off_t off);
 int api_write(struct handle *h, const char *buf, size_t size, off_t off);

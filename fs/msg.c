@@ -91,24 +91,29 @@ msg_info(struct queen *q, struct node *n, bool want_payload,
 	struct dlq_find df;
 	int rc;
 
+	char tx[QUEEN_TXID_MAX + 1];
+	const char *txid = tx;
+
 	memset(mi, 0, sizeof(*mi));
-	df = (struct dlq_find){ mi, n->part, n->name, want_payload, -ENOENT };
+	if (name_to_txid(n->name, tx, sizeof(tx)) < 0)
+		txid = n->name;  /* kv keys and timers are plain names */
+	df = (struct dlq_find){ mi, n->part, txid, want_payload, -ENOENT };
 	switch (n->kind) {
 	case K_LEASE_MSG:
 		/* Ask for payloads: the batch's lengths then hold for sure. */
 		if ((rc = queen_lease_read(q, n->lease, true, &mi->b)) < 0)
 			return rc;
-		rc = from_batch(mi, n->name, want_payload);
+		rc = from_batch(mi, txid, want_payload);
 		break;
 	case K_MSG:
 	case K_PENDING:
-		if ((rc = queen_msg_find(q, n->queue, part, n->name,
+		if ((rc = queen_msg_find(q, n->queue, part, txid,
 		    &mi->offset)) < 0)
 			return rc;
 		if ((rc = queen_msg_read(q, n->queue, part, mi->offset, 1, true,
 		    &mi->b)) < 0)
 			return rc;
-		if ((rc = from_batch(mi, n->name, want_payload)) == 0 &&
+		if ((rc = from_batch(mi, txid, want_payload)) == 0 &&
 		    queen_partition_get(q, n->queue, part, &pi) == 0) {
 			strcpy(mi->partition, pi.name);
 			strcpy(mi->partition_uuid, pi.uuid);

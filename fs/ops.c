@@ -134,6 +134,7 @@ struct lookup_job {
 	struct job j;
 	struct node *parent;
 	char *name;
+	char txid[QUEEN_TXID_MAX + 1];  /* name, decoded (name.c) */
 	struct node *n;
 };
 
@@ -153,7 +154,7 @@ find_dlq_cb(void *arg, const struct queen_dlq_entry *e)
 	if (p->kind == K_DLQ)
 		return strcmp(e->partition, lj->name) == 0;
 	return strcmp(e->partition, p->part) == 0 &&
-	    strcmp(e->txid, lj->name) == 0;
+	    strcmp(e->txid, lj->txid) == 0;
 }
 
 /* What (parent, name) is in the store, if anything. */
@@ -245,12 +246,12 @@ resolve(struct queen *q, struct lookup_job *lj, struct found *f)
 			rc = 0;
 		} else if (rc == -ENOENT && tmp.kind == K_MSG &&
 		    queen_push_is_dup(q, p->queue, p->part ? p->part :
-		    QUEEN_DEFAULT_PARTITION, name) == 0) {
+		    QUEEN_DEFAULT_PARTITION, lj->txid) == 0) {
 			memset(&mi, 0, sizeof(mi));
 			rc = 0;
 		} else if (rc == 0 && tmp.kind == K_MSG && p->kind == K_QUEUE &&
 		    queen_push_is_dup(q, p->queue, QUEEN_DEFAULT_PARTITION,
-		    name) != 0) {
+		    lj->txid) != 0) {
 			/* In the queue dir only a duplicate-to-be is visible. */
 			msginfo_release(&mi);
 			rc = -ENOENT;
@@ -372,7 +373,7 @@ op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	if (lookup_pending(req, p, name))
 		return;
-	if (!queen_name_valid(name) || !node_is_dir(p->kind)) {
+	if (!name_is_msg(name) || !node_is_dir(p->kind)) {
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
@@ -382,6 +383,7 @@ op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
+	name_to_txid(name, lj->txid, sizeof(lj->txid));
 	lj->parent = p;
 	engine_submit(&lj->j);
 }

@@ -44,11 +44,14 @@ ack_run(struct job *j, struct queen *q)
 	char *error = NULL;
 	int rc;
 
+	char tx[QUEEN_TXID_MAX + 1], nm[NAME_MAX_BYTES + 1];
+	const char *name = aj->name;  /* notes are kept by file name */
+
 	memset(&it, 0, sizeof(it));
 	memset(&res, 0, sizeof(res));
 	it.status = aj->status;
 	it.group = aj->group;
-	it.txid = aj->name;
+	it.txid = name_to_txid(aj->name, tx, sizeof(tx)) == 0 ? tx : aj->name;
 	if (aj->lease) {
 		if ((rc = queen_lease_get(q, aj->lease, &li)) < 0) {
 			j->rc = rc == -ENOENT ? -ESTALE : rc;
@@ -68,8 +71,10 @@ ack_run(struct job *j, struct queen *q)
 			/* completed: the span's end; failed/retry: its start */
 			it.txid = b->msgs[strcmp(aj->status, "completed") == 0 ?
 			    b->n - 1 : 0].txid;
+			name = txid_to_name(it.txid, nm, sizeof(nm)) == 0 ?
+			    nm : it.txid;
 		}
-		error = note_take(aj->lease, it.txid);
+		error = note_take(aj->lease, name);
 		it.error = error;
 	} else {
 		it.queue = aj->queue;
@@ -84,7 +89,7 @@ ack_run(struct job *j, struct queen *q)
 	} else {
 		j->rc = 0;
 		if (aj->lease)
-			lease_acked(aj->lease, aj->whole ? NULL : it.txid);
+			lease_acked(aj->lease, aj->whole ? NULL : name);
 		engine_count_ack();
 		j->notify = strdup(aj->queue);
 	}
@@ -93,7 +98,7 @@ out:
 		fs_log("rename %s: %s (%s)", aj->what, reason ? reason : "",
 		    errname(j->rc));
 		if (error && aj->lease)
-			note_set(aj->lease, it.txid, error, fs_now());
+			note_set(aj->lease, name, error, fs_now());
 	}
 	free(error);
 	queen_batch_free(b);
@@ -187,7 +192,7 @@ stage_rename(fuse_req_t req, struct node *p, const char *name,
 		fuse_reply_err(req, 0);
 		return 0;
 	}
-	if (!queen_name_valid(newname) ||
+	if (!name_is_msg(newname) ||
 	    (p->kind == K_QUEUE && node_is_reserved(newname))) {
 		pend_put(pe);
 		return -EINVAL;

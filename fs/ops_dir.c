@@ -44,6 +44,17 @@ add(struct handle *h, size_t *cap, const char *name, mode_t type)
 	return 0;
 }
 
+/* A message by its file name; an id too long for one is only in api/. */
+static int
+add_txid(struct handle *h, size_t *cap, const char *txid)
+{
+	char nm[NAME_MAX_BYTES + 1];
+
+	if (txid_to_name(txid, nm, sizeof(nm)) < 0)
+		return 0;
+	return add(h, cap, nm, S_IFREG);
+}
+
 static int
 queue_cb(void *arg, const struct queen_queue_info *qi)
 {
@@ -83,7 +94,7 @@ dlq_cb(void *arg, const struct queen_dlq_entry *e)
 
 	if (h->node->kind == K_DLQ_PART)
 		return strcmp(e->partition, h->node->part) ? 0 :
-		    add(h, &dj->cap, e->txid, S_IFREG);
+		    add_txid(h, &dj->cap, e->txid);
 	for (size_t i = 0; i < h->ndents; i++)
 		if (strcmp(h->dents[i].name, e->partition) == 0)
 			return 0;
@@ -138,7 +149,7 @@ list_run(struct job *j, struct queen *q)
 			break;
 		}
 		for (size_t i = 0; b && i < b->n && rc == 0; i++)
-			rc = add(dj->h, &dj->cap, b->msgs[i].txid, S_IFREG);
+			rc = add_txid(dj->h, &dj->cap, b->msgs[i].txid);
 		queen_batch_free(b);
 		break;
 	case K_DLQ:
@@ -272,7 +283,14 @@ partdir_run(struct job *j, struct queen *q)
 		if (rc < 0 || !b || b->n == 0)
 			break;
 		for (size_t i = 0; i < b->n; i++) {
-			used = fill(j->req, buf, dj->size, at, b->msgs[i].txid,
+			char nm[NAME_MAX_BYTES + 1];
+
+			/* an id too long to be a name is only in api/ */
+			if (txid_to_name(b->msgs[i].txid, nm, sizeof(nm)) < 0) {
+				from = b->msgs[i].offset + 1;
+				continue;
+			}
+			used = fill(j->req, buf, dj->size, at, nm,
 			    S_IFREG, b->msgs[i].offset + 2);
 			if (!used) {
 				more = false;

@@ -198,7 +198,7 @@ create_kind(struct node *p, const char *name, enum pend_what *w)
 		/* fall through */
 	case K_PART:
 		*w = PW_PUSH;
-		return queen_name_valid(name) || node_staging_name(name) ? 0 :
+		return name_is_msg(name) || node_staging_name(name) ? 0 :
 		    -EINVAL;
 	case K_KV_NS:
 		*w = PW_KV;

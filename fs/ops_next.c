@@ -39,11 +39,15 @@ format_batch(const struct queen_batch *b, bool in_group, char **out,
 	if (!f)
 		return -ENOMEM;
 	for (size_t i = 0; i < b->n; i++) {
+		char nm[NAME_MAX_BYTES + 1];
+
+		if (txid_to_name(b->msgs[i].txid, nm, sizeof(nm)) < 0)
+			snprintf(nm, sizeof(nm), "?");  /* only api/ reaches it */
 		if (b->lease_id[0])
-			fprintf(f, "leased/%s/%s\n", b->lease_id, b->msgs[i].txid);
+			fprintf(f, "leased/%s/%s\n", b->lease_id, nm);
 		else
 			fprintf(f, "%spartitions/%s/%s\n", in_group ? "../../" :
-			    "", b->partition, b->msgs[i].txid);
+			    "", b->partition, nm);
 	}
 	if (fclose(f) != 0) {
 		free(t);

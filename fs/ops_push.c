@@ -35,6 +35,7 @@ push_pending(struct queen *q, struct pending *p, const char *txid,
 {
 	struct queen_push_item it;
 	struct queen_push_result res;
+	char tx[QUEEN_TXID_MAX + 1];
 	int rc;
 
 	switch (p->what) {
@@ -49,7 +50,7 @@ push_pending(struct queen *q, struct pending *p, const char *txid,
 		memset(&it, 0, sizeof(it));
 		it.queue = p->queue;
 		it.partition = p->part;
-		it.txid = txid;
+		it.txid = name_to_txid(txid, tx, sizeof(tx)) == 0 ? tx : txid;
 		it.payload = buf;
 		it.len = len;
 		if ((rc = queen_push(q, &it, 1, excl, &res)) == 0) {
