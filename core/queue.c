@@ -518,6 +518,24 @@ queen_msg_read(struct queen *q, const char *queue, const char *partition,
 	return rc;
 }
 
+struct findtx {
+	const char *txid;
+	int64_t last;
+	int64_t found;   /* the newest match, 0: none */
+};
+
+static int
+findtx_one(void *arg, const struct msg_row *m)
+{
+	struct findtx *f = arg;
+
+	if (m->offset > f->last)
+		return 1;
+	if (strcmp(m->txid, f->txid) == 0)
+		f->found = m->offset;
+	return 0;
+}
+
 int
 queen_msg_find(struct queen *q, const char *queue, const char *partition,
     const char *txid, int64_t *offset)
@@ -536,6 +554,16 @@ queen_msg_find(struct queen *q, const char *queue, const char *partition,
 	hash_txid(txid, &h);
 	rc = q->ops->txn_find(q->st, p.id, &h, p.head, p.tail, true, offset,
 	    NULL);
+	if (rc == -ENOENT && p.head < p.txns_start) {
+		/* older than its hash row: look at the ids themselves */
+		struct findtx f = { txid, p.txns_start - 1, 0 };
+
+		rc = q->ops->msg_scan(q->st, p.id, p.head,
+		    (size_t)(p.txns_start - p.head), false, findtx_one, &f);
+		rc = rc < 0 ? rc : f.found ? 0 : -ENOENT;
+		if (rc == 0)
+			*offset = f.found;
+	}
 	if (rc == -ENOENT)
 		return queen_err(q, rc, "no message '%.64s' in %s/%s", txid,
 		    qr.name, p.name);

@@ -591,6 +591,12 @@ test_hash_purge(void)
 	ack1(q, Q, NULL, NULL, "m1", "completed", NULL, &r);
 	is_int(r.err, -ENOENT, "hash: purged txid is unresolvable");
 	is_int(queen_msg_find(q, Q, NULL, "m2", &off), 0, "hash: m2 found");
+	off = 0;
+	is_int(queen_msg_find(q, Q, NULL, "m1", &off), 0,
+	    "hash: a retained message is found after its hash row went");
+	is_int(off, 1, "hash: ... at its offset");
+	is_int(queen_msg_find(q, Q, NULL, "nope", &off), -ENOENT,
+	    "hash: an id never pushed is still -ENOENT");
 	restart(&f);
 	queen_partition_get(f.q, Q, "default", &pi);
 	is_int(pi.txns_start, 2, "hash: txns_start survives a restart");

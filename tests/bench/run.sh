@@ -1,0 +1,511 @@
+#!/bin/sh
+# run.sh - `make bench`: queenfs side by side with its references in one
+# run (BASELINE.md's method): nullfs (the FUSE limit), the engine with no
+# FUSE, beanstalkd, Redis streams and dirq.  Every figure runs BENCH_REPS
+# times (default 3) for BENCH_SECONDS (default 1), interleaved rep by rep;
+# one table of medians comes out at the end.  It never fails on a figure:
+# targets are only printed.  Every mount, daemon and server started here is
+# stopped by its pid on exit, also after an error or Ctrl-C.  All traffic
+# goes to 127.0.0.1.
+
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+BUILD=${QUEENFS_BUILD:-$ROOT/build}
+B=$BUILD/bench
+DUR=${BENCH_SECONDS:-1}
+REPS=${BENCH_REPS:-3}
+BACKLOG=${BENCH_BACKLOG:-1000000}
+PARTS=${BENCH_PARTITIONS:-10000}
+export LC_ALL=C
+
+TMP=$(mktemp -d /tmp/queenfs-bench.XXXXXX) || exit 1
+RES=$TMP/results
+ERR=$TMP/errors.log
+MOUNTS=
+PIDS=
+: >"$RES"
+: >"$ERR"
+
+say () {
+	printf '%s\n' "$*"
+}
+
+cleanup () {
+	trap '' INT TERM
+	for m in $MOUNTS; do
+		fusermount3 -u "$m" 2>/dev/null || fusermount3 -uz "$m" 2>/dev/null
+	done
+	for p in $PIDS; do
+		kill "$p" 2>/dev/null
+	done
+	n=0
+	for p in $PIDS; do
+		while kill -0 "$p" 2>/dev/null && test $n -lt 50; do
+			sleep 0.1
+			n=$((n + 1))
+		done
+		kill -9 "$p" 2>/dev/null
+	done
+	if test -s "$ERR" && test -z "${BENCH_QUIET:-}"; then
+		say "--- load errors (first 20 lines of $ERR) ---"
+		head -n 20 "$ERR"
+	fi
+	if test -n "${BENCH_KEEP:-}"; then
+		say "bench: kept $TMP"
+	else
+		rm -rf "$TMP"
+	fi
+}
+trap cleanup EXIT
+trap 'say "bench: interrupted"; exit 130' INT TERM HUP
+
+# --- build ------------------------------------------------------------------
+
+CFLAGS="-std=c11 -D_XOPEN_SOURCE=700 -D_DEFAULT_SOURCE -pthread -O2 -g \
+-Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+-Wformat=2 -Wno-unused-parameter"
+CORE_LIBS=$(pkg-config --libs sqlite3 libpq libxxhash jansson)
+S=$HERE
+mkdir -p "$B" || exit 1
+cc $CFLAGS $(pkg-config --cflags fuse3) -o "$B/nullfs" "$S/nullfs.c" \
+    $(pkg-config --libs fuse3) &&
+cc $CFLAGS $(pkg-config --cflags jansson) -o "$B/load" "$S/load.c" \
+    "$S/wake.c" "$S/loadapi.c" $(pkg-config --libs jansson) &&
+cc $CFLAGS -o "$B/bsload" "$S/bsload.c" "$S/net.c" &&
+cc $CFLAGS -o "$B/rsload" "$S/rsload.c" "$S/net.c" &&
+cc $CFLAGS -o "$B/prefill" "$S/prefill.c" "$BUILD/libqueen.a" $CORE_LIBS &&
+cc $CFLAGS -o "$B/engine" "$S/engine.c" "$BUILD/libqueen.a" $CORE_LIBS ||
+	{ say "bench: build failed"; exit 1; }
+L=$B/load
+
+# --- processes ----------------------------------------------------------------
+
+free_port () {
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+wait_port () {
+	python3 - "$1" <<'EOF'
+import socket, sys, time
+end = time.time() + 5
+while time.time() < end:
+    try:
+        socket.create_connection(("127.0.0.1", int(sys.argv[1])), 0.2).close()
+        sys.exit(0)
+    except OSError:
+        time.sleep(0.05)
+sys.exit(1)
+EOF
+}
+
+# start NAME CMD...: run CMD in the background, its output in $TMP/NAME.log
+start () {
+	name=$1
+	shift
+	"$@" >"$TMP/$name.log" 2>&1 &
+	LASTPID=$!
+	PIDS="$PIDS $LASTPID"
+}
+
+# mount_fs NAME CMD... (the mountpoint is appended): wait for /proc/mounts
+mount_fs () {
+	name=$1
+	shift
+	mnt=$TMP/$name.mnt
+	mkdir -p "$mnt"
+	start "$name" "$@" "$mnt"
+	MOUNTS="$MOUNTS $mnt"
+	n=0
+	while ! grep -q " $mnt " /proc/mounts; do
+		if ! kill -0 "$LASTPID" 2>/dev/null || test $n -ge 100; then
+			say "bench: $name did not mount; its log:"
+			tail -n 5 "$TMP/$name.log"
+			return 1
+		fi
+		sleep 0.05
+		n=$((n + 1))
+	done
+	eval "PID_$name=$LASTPID"
+	return 0
+}
+
+unmount_fs () {
+	fusermount3 -u "$TMP/$1.mnt" 2>/dev/null
+}
+
+# --- peers --------------------------------------------------------------------
+
+have_or_install () {
+	for p in "$@"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" &&
+			continue
+		if test "$(id -u)" = 0; then
+			say "bench: installing $p"
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$p" \
+			    >"$TMP/apt.log" 2>&1 ||
+				{ apt-get update -qq >/dev/null 2>&1 &&
+				  DEBIAN_FRONTEND=noninteractive apt-get install \
+				      -y -qq "$p" >"$TMP/apt.log" 2>&1; } ||
+				return 1
+		else
+			return 1
+		fi
+	done
+	return 0
+}
+
+BS=false RS=false DQ=false
+if have_or_install beanstalkd && command -v beanstalkd >/dev/null; then
+	BS=true
+else
+	say "bench: SKIP beanstalkd (not installed and cannot install it)"
+fi
+if have_or_install redis-server && command -v redis-server >/dev/null; then
+	RS=true
+else
+	say "bench: SKIP Redis (not installed and cannot install it)"
+fi
+if have_or_install python3-dirq && /usr/bin/python3 -c 'import dirq' 2>/dev/null; then
+	DQ=true
+else
+	say "bench: SKIP dirq (python3-dirq not installed and cannot install it)"
+fi
+
+if $BS; then
+	P_BS0=$(free_port)
+	mkdir -p "$TMP/bs0" "$TMP/bsb"
+	start bs0 beanstalkd -l 127.0.0.1 -p "$P_BS0" -b "$TMP/bs0" -f0
+	P_BSB=$(free_port)
+	start bsb beanstalkd -l 127.0.0.1 -p "$P_BSB" -b "$TMP/bsb"
+	wait_port "$P_BS0" && wait_port "$P_BSB" ||
+		{ say "bench: SKIP beanstalkd (it did not start)"; BS=false; }
+fi
+if $RS; then
+	P_RA=$(free_port)
+	mkdir -p "$TMP/ra" "$TMP/re"
+	start ra redis-server --port "$P_RA" --bind 127.0.0.1 --dir "$TMP/ra" \
+	    --save '' --appendonly yes --appendfsync always
+	P_RE=$(free_port)
+	start re redis-server --port "$P_RE" --bind 127.0.0.1 --dir "$TMP/re" \
+	    --save '' --appendonly yes --appendfsync everysec
+	wait_port "$P_RA" && wait_port "$P_RE" ||
+		{ say "bench: SKIP Redis (it did not start)"; RS=false; }
+fi
+
+# --- mounts -------------------------------------------------------------------
+
+QFS=$BUILD/queenfs
+mount_fs null "$B/nullfs" -f || exit 1
+mount_fs full "$QFS" -f --db "$TMP/full.db" --sync full || exit 1
+mount_fs normal "$QFS" -f --db "$TMP/normal.db" --sync normal || exit 1
+NM=$TMP/null.mnt
+FQ=$TMP/full.mnt/queues
+NQ=$TMP/normal.mnt/queues
+for q in push1 push4 cycle1 qc11 qc44 wake; do
+	mkdir "$FQ/$q" "$NQ/$q" || exit 1
+done
+mkdir "$NM/c" "$NM/y1" "$NM/y4" "$NM/o" || exit 1
+API=false
+test -e "$TMP/full.mnt/api/push" && API=true
+$API || say "bench: the mount has no api/ files: api figures are n/a, prefill goes through the engine"
+
+# the two scale mounts: 10k partitions and a deep backlog, prefilled
+# through api/push when the mount has it, else through the engine first
+prefill_mount () {
+	name=$1 count=$2 parts=$3
+	if $API; then
+		mount_fs "$name" "$QFS" -f --db "$TMP/$name.db" --sync normal ||
+			return 1
+		mkdir -p "$TMP/$name.mnt/queues/q"
+		out=$(timeout --foreground -k 2 130 "$L" apipush \
+		    "$TMP/$name.mnt" -q q -n "$count" -P "$parts" -d 120 \
+		    2>>"$ERR") && {
+			set -- $out
+			test "$2" -lt "$count" &&
+				say "bench: $name: only $2 of $count messages prefilled in 120 s"
+			return 0
+		}
+		say "bench: prefill of $name through api/push failed; through the engine instead"
+		eval "old=\$PID_$name"
+		unmount_fs "$name"
+		while kill -0 "$old" 2>/dev/null; do sleep 0.1; done
+		name2=$name-engine
+	else
+		name2=$name
+	fi
+	"$B/prefill" "$TMP/$name2.db" q "$count" "$parts" 2>>"$ERR" ||
+		return 1
+	mount_fs "$name" "$QFS" -f --db "$TMP/$name2.db" --sync normal
+}
+t0=$(date +%s)
+say "bench: prefilling $PARTS partitions and a $BACKLOG-message backlog"
+prefill_mount part "$PARTS" "$PARTS" || exit 1
+prefill_mount deep "$BACKLOG" 0 || exit 1
+say "bench: prefill took $(($(date +%s) - t0)) s"
+PQ=$TMP/part.mnt/queues/q
+DQQ=$TMP/deep.mnt/queues/q
+
+# --- figures ------------------------------------------------------------------
+
+# fig KEY CMD...: one run; its first output field goes to $RES
+fig () {
+	key=$1
+	shift
+	out=$(timeout --foreground -k 2 $((${DUR%.*} + 30)) "$@" 2>>"$ERR") || out=
+	v=${out%% *}
+	case "$v" in
+	''|*[!0-9.]*) say "$key fail" >>"$RES"; say "  ($key failed)" ;;
+	*) say "$key $v" >>"$RES" ;;
+	esac
+}
+
+rep () {
+	fig null.create1 "$L" create "$NM/c" -t 1 -d "$DUR"
+	fig f.push1 "$L" create "$FQ/push1" -t 1 -d "$DUR"
+	fig n.push1 "$L" create "$NQ/push1" -t 1 -d "$DUR"
+	fig null.create4 "$L" create "$NM/c" -t 4 -d "$DUR"
+	fig f.push4 "$L" create "$FQ/push4" -t 4 -d "$DUR"
+	fig n.push4 "$L" create "$NQ/push4" -t 4 -d "$DUR"
+	fig null.cycle1 "$L" cycle "$NM/y1" -t 1 -d "$DUR"
+	fig f.cycle1 "$L" cycle "$FQ/cycle1" -t 1 -d "$DUR"
+	fig n.cycle1 "$L" cycle "$NQ/cycle1" -t 1 -d "$DUR"
+	fig null.cycle4 "$L" cycle "$NM/y4" -t 4 -d "$DUR"
+	fig f.qc11 "$L" qcycle "$FQ/qc11" -p 1 -c 1 -d "$DUR"
+	fig n.qc11 "$L" qcycle "$NQ/qc11" -p 1 -c 1 -d "$DUR"
+	fig f.qc44 "$L" qcycle "$FQ/qc44" -p 4 -c 4 -d "$DUR"
+	fig n.qc44 "$L" qcycle "$NQ/qc44" -p 4 -c 4 -d "$DUR"
+	fig null.read1 "$L" read "$NM/o" -t 1 -d "$DUR"
+	fig null.rename1 "$L" rename "$NM/o" -t 1 -d "$DUR"
+	fig f.nextpop "$L" nextpop "$FQ/push4" -d "$DUR"
+	if $API; then
+		fig f.apipush "$L" apipush "$TMP/full.mnt" -q api -d "$DUR"
+		fig f.apipop "$L" apipop "$TMP/full.mnt" -q api -d "$DUR"
+	fi
+	fig p.push1 "$L" create "$PQ" -t 1 -P "$PARTS" -d "$DUR"
+	fig p.cycle1 "$L" cycle "$PQ" -t 1 -P "$PARTS" -d "$DUR"
+	fig d.push1 "$L" create "$DQQ" -t 1 -d "$DUR"
+	fig d.cycle1 "$L" cycle "$DQQ" -t 1 -d "$DUR"
+	if $BS; then
+		for c in 1 4; do
+			for m in push cycle; do
+				fig bs0.$m$c "$B/bsload" "$P_BS0" $m $c "$DUR"
+				fig bsb.$m$c "$B/bsload" "$P_BSB" $m $c "$DUR"
+			done
+		done
+	fi
+	if $RS; then
+		for c in 1 4; do
+			for m in push cycle; do
+				fig ra.$m$c "$B/rsload" "$P_RA" $m $c "$DUR"
+				fig re.$m$c "$B/rsload" "$P_RE" $m $c "$DUR"
+			done
+		done
+	fi
+	if $DQ; then
+		fig dq.add /usr/bin/python3 "$S/dirqload.py" "$TMP/dirq" add "$DUR"
+		fig dq.cycle /usr/bin/python3 "$S/dirqload.py" "$TMP/dirq" cycle "$DUR"
+	fi
+}
+
+i=1
+while test $i -le "$REPS"; do
+	say "bench: run $i of $REPS"
+	rep
+	i=$((i + 1))
+done
+
+say "bench: wake-up latency (300 samples each)"
+for m in normal full; do
+	eval "q=\$TMP/$m.mnt/queues/wake"
+	out=$(timeout --foreground -k 2 60 "$L" wake "$q" -s 300 2>>"$ERR") || out=
+	set -- $out
+	say "w.$m.p50 ${1:-fail}" >>"$RES"
+	say "w.$m.p99 ${2:-fail}" >>"$RES"
+done
+
+hwm () {
+	eval "p=\${PID_$1:-}"
+	test -n "$p" && sed -n 's/^VmHWM:[[:space:]]*\([0-9]*\) kB/\1/p' "/proc/$p/status"
+}
+for m in full normal part deep; do
+	say "rss.$m $(hwm $m || echo fail)" >>"$RES"
+done
+for m in full normal part deep null; do
+	unmount_fs $m
+done
+
+say "bench: engine, no FUSE"
+timeout --foreground -k 2 120 "$B/engine" "$DUR" >"$TMP/engine.out" 2>>"$ERR"
+
+# --- the table ----------------------------------------------------------------
+
+# med KEY: the median of a figure's runs ("-" when it has none)
+med () {
+	awk -v k="$1" '$1 == k && $2 != "fail" { v[n++] = $2 + 0 }
+	    END {
+		if (!n) { print "-"; exit }
+		for (i = 0; i < n; i++)
+			for (j = i + 1; j < n; j++)
+				if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
+		print v[int(n / 2)]
+	    }' "$RES"
+}
+
+# range KEY: "[min-max]" of its runs, when there are several
+range () {
+	awk -v k="$1" '
+	    function f(x) {
+		if (x >= 1000)
+			return sprintf("%.1fk", x / 1000)
+		return sprintf("%.0f", x)
+	    }
+	    $1 == k && $2 != "fail" {
+		x = $2 + 0
+		if (!n || x < lo)
+			lo = x
+		if (!n || x > hi)
+			hi = x
+		n++
+	    }
+	    END { if (n > 1) printf "[%s-%s]", f(lo), f(hi) }' "$RES"
+}
+
+# fmt VALUE [UNIT]: 12345 -> 12.3k/s; other units print as they are
+fmt () {
+	awk -v x="$1" -v u="${2:-/s}" 'BEGIN {
+		if (x == "-")
+			print "-"
+		else if (u == "MiB")
+			printf "%.1f %s\n", x, u
+		else if (u != "/s")
+			printf "%.0f %s\n", x, u
+		else if (x >= 1000)
+			printf "%.1fk/s\n", x / 1000
+		else
+			printf "%.0f/s\n", x
+	    }'
+}
+
+# row LABEL QVAL REFLABEL REFVAL TARGET [UNIT [QRANGE]]: TARGET is "r>=X"
+# (on the ratio), "v>=X" or "v<=X" (on the queenfs value) or "" (none)
+row () {
+	awk -v l="$1" -v q="$2" -v rl="$3" -v r="$4" -v t="$5" \
+	    -v qs="$(fmt "$2" "${6:-/s}")" -v rs="$(fmt "$4" "${6:-/s}")" \
+	    -v qr="${7:-}" 'BEGIN {
+		ratio = "-"
+		if (q != "-" && r != "-" && r + 0 > 0)
+			ratio = sprintf("%.2f", q / r)
+		met = ""
+		tt = ""
+		if (t != "") {
+			op = substr(t, 2, 2)
+			x = substr(t, 4) + 0
+			y = q
+			tt = op " " substr(t, 4)
+			if (substr(t, 1, 1) == "r") {
+				y = ratio
+				tt = "ratio " tt
+			}
+			if (y == "-")
+				met = "n/a"
+			else if (op == ">=")
+				met = (y + 0 >= x) ? "yes" : "NO"
+			else
+				met = (y + 0 <= x) ? "yes" : "NO"
+		}
+		if (qr != "")
+			qs = qs " " qr
+		if (rl == "")
+			rs = ""
+		else
+			rs = rl " " rs
+		printf "| %s | %s | %s | %s | %s | %s |\n", l, qs, rs, ratio,
+		    tt, met
+	    }'
+}
+
+m () { med "$1"; }
+R () { row "$1" "$(m "$2")" "$3" "$(m "$4")" "$5" "${6:-/s}" "$(range "$2")"; }
+
+say ""
+say "queenfs benchmark: medians of $REPS runs x ${DUR} s [min-max], $(nproc) CPUs, $(date -u +%Y-%m-%dT%H:%MZ)"
+say "push = create+write(200 B)+close of a new file; cycle = push, read next, read the payload, rename into ack/"
+say "P+C = P producer and C consumer threads; wake = from the producer's close() call to the blocked read's return"
+say "dirq runs on $(df -PT /tmp | awk 'NR == 2 { print $2 }') /tmp: after mass unlinks ext4 creates slow down for minutes (BASELINE.md)"
+say ""
+say "| figure | queenfs | reference | ratio | target | met? |"
+say "|---|---|---|---|---|---|"
+R "push, 1 producer, sync full" f.push1 "nullfs create 1t" null.create1 ""
+R "push, 4 producers, sync full" f.push4 "beanstalkd -f0, 4 conns" bs0.push4 "r>=2.5"
+R "push, 4 producers, sync full" f.push4 "redis aof always, 4 conns" ra.push4 "r>=1.5"
+R "push, 1 producer, sync normal" n.push1 "nullfs create 1t" null.create1 "r>=0.6"
+R "push, 4 producers, sync normal" n.push4 "nullfs create 4t" null.create4 ""
+R "push, 4 producers, sync normal" n.push4 "beanstalkd -b, 4 conns" bsb.push4 ""
+R "push, 4 producers, sync normal" n.push4 "redis aof everysec, 4 conns" re.push4 ""
+R "cycle, 1 thread, sync normal" n.cycle1 "nullfs cycle 1t" null.cycle1 "r>=0.55"
+R "cycle, 1 thread, sync full" f.cycle1 "nullfs cycle 1t" null.cycle1 ""
+R "cycle 1+1, sync full" f.qc11 "beanstalkd -f0 cycle, 1 conn" bs0.cycle1 "r>=2"
+R "cycle 1+1, sync full" f.qc11 "redis always cycle, 1 conn" ra.cycle1 ""
+R "cycle 4+4, sync full" f.qc44 "beanstalkd -f0 cycle, 4 conns" bs0.cycle4 ""
+R "cycle 4+4, sync full" f.qc44 "redis always cycle, 4 conns" ra.cycle4 "r>=1"
+R "cycle 1+1, sync normal" n.qc11 "beanstalkd -b cycle, 1 conn" bsb.cycle1 ""
+R "cycle 4+4, sync normal" n.qc44 "nullfs cycle 4t" null.cycle4 ""
+R "cycle 4+4, sync normal" n.qc44 "redis everysec cycle, 4 conns" re.cycle4 ""
+eng () {
+	sed -n "s/^$1  *\([0-9.]*\) msg\/s.*/\1/p" "$TMP/engine.out" | head -n 1
+}
+e_bp=$(eng "push batch 1000 (full)")
+e_bc=$(eng "pop+ack batch 1000 (full)")
+if $API; then
+	row "batch push, api/push 1000/request, full" "$(m f.apipush)" "engine batch push" "${e_bp:--}" "v>=150000" "/s" "$(range f.apipush)"
+	row "batch consume, api/pop batch=1000, full" "$(m f.apipop)" "engine batch pop+ack" "${e_bc:--}" "v>=100000" "/s" "$(range f.apipop)"
+else
+	row "batch push, api/push 1000/request (no api/ on the mount)" "-" "engine batch push" "${e_bp:--}" "v>=150000"
+	row "batch consume, api/pop batch=1000 (no api/ on the mount)" "-" "engine batch pop+ack" "${e_bc:--}" "v>=100000"
+fi
+row "batch consume, next batch=1000 + payload files, full" "$(m f.nextpop)" "engine batch pop+ack" "${e_bc:--}" "" "/s" "$(range f.nextpop)"
+row "wake-up p50, sync normal" "$(m w.normal.p50)" "" "-" "" "us"
+row "wake-up p99, sync normal" "$(m w.normal.p99)" "" "-" "v<=2000" "us"
+row "wake-up p50, sync full" "$(m w.full.p50)" "" "-" "" "us"
+row "wake-up p99, sync full" "$(m w.full.p99)" "" "-" "v<=2000" "us"
+rssmib=$(awk '$1 ~ /^rss\./ && $2 + 0 > x { x = $2 + 0 }
+    END { if (x) printf "%.1f\n", x / 1024; else print "-" }' "$RES")
+row "daemon peak RSS (VmHWM, max of 4 daemons)" "$rssmib" "" "-" "v<=32" "MiB"
+R "push 1p, $PARTS partitions, normal" p.push1 "plain push 1p normal" n.push1 "r>=0.8"
+R "cycle 1t, $PARTS partitions, normal" p.cycle1 "plain cycle 1t normal" n.cycle1 "r>=0.8"
+R "push 1p, $BACKLOG backlog, normal" d.push1 "plain push 1p normal" n.push1 "r>=0.8"
+R "cycle 1t, $BACKLOG backlog, normal" d.cycle1 "plain cycle 1t normal" n.cycle1 "r>=0.8"
+
+say ""
+say "references (medians [min-max])"
+say ""
+say "| reference | 1 | 4 |"
+say "|---|---|---|"
+two () {
+	say "| $1 | $(fmt "$(m "$2")")$(range "$2" | sed 's/^./ &/') |" \
+	    "$(fmt "$(m "$3")")$(range "$3" | sed 's/^./ &/') |"
+}
+two "nullfs create (threads)" null.create1 null.create4
+two "nullfs cycle (threads)" null.cycle1 null.cycle4
+two "nullfs read / rename (1t)" null.read1 null.rename1
+two "beanstalkd -f0 push (conns)" bs0.push1 bs0.push4
+two "beanstalkd -f0 cycle (conns)" bs0.cycle1 bs0.cycle4
+two "beanstalkd -b push (conns)" bsb.push1 bsb.push4
+two "beanstalkd -b cycle (conns)" bsb.cycle1 bsb.cycle4
+two "redis aof always push (conns)" ra.push1 ra.push4
+two "redis aof always cycle (conns)" ra.cycle1 ra.cycle4
+two "redis aof everysec push (conns)" re.push1 re.push4
+two "redis aof everysec cycle (conns)" re.cycle1 re.cycle4
+two "dirq ext4 add / cycle (1 proc)" dq.add dq.cycle
+say ""
+say "engine, no FUSE (tests/bench/engine.c, one run of ${DUR} s each):"
+sed 's/^/    /' "$TMP/engine.out"
+say ""
+say "daemon peak RSS in KiB: $(grep '^rss\.' "$RES" | tr '\n' ' ')"
+for m in full normal part deep; do
+	n=$(wc -l <"$TMP/$m.log" 2>/dev/null)
+	test "${n:-0}" -gt 0 &&
+		say "daemon $m logged $n line(s), last: $(tail -n 1 "$TMP/$m.log")"
+done
+exit 0

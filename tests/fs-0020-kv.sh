@@ -1,0 +1,257 @@
+#!/bin/sh
+# fs-0020-kv: KV state through kv/<ns>/<key> (DESIGN.md "KV"): read = get,
+# write + close = put, O_CREAT|O_EXCL = putIfAbsent (EEXIST), rm = delete,
+# ls = the live keys, user.queen.ttl expiry, mkdir/rmdir of a namespace,
+# EINVAL for bad names, and one KV seen the same through the mount and
+# through api/transaction.
+. "$(dirname "$0")/lib.sh"
+mount_queenfs
+KV="$MNT/kv"
+
+# txn JSON: run one api/transaction, print the answer (close must be 0)
+txn () {
+	python3 - "$MNT" "$1" <<\PYEOF
+import os, sys
+fd = os.open(sys.argv[1] + "/api/transaction", os.O_RDWR)
+os.write(fd, sys.argv[2].encode())
+out = b""
+while True:
+    b = os.read(fd, 65536)
+    if not b:
+        break
+    out += b
+os.close(fd)
+print(out.decode())
+PYEOF
+}
+
+# jget 'python expression over j' < answer: print it (e.g. j["results"][0]["value"])
+jget () {
+	python3 -c 'import json, sys; j = json.load(sys.stdin); print(json.dumps(eval(sys.argv[1])))' "$1"
+}
+
+test_expect_success 'write + close is a put; cat is a get; ls lists the key' '
+	printf v1 >"$KV/cfg/color" &&
+	printf v1 >expect &&
+	test_cmp expect "$KV/cfg/color" &&
+	ls "$KV/cfg" >actual &&
+	echo color >expect &&
+	test_cmp expect actual &&
+	ls "$KV" >actual &&
+	echo cfg >expect &&
+	test_cmp expect actual &&
+	test_is 2 "$(stat -c %s "$KV/cfg/color")" size
+'
+
+test_expect_success 'the same key through api/transaction: found, version 1, the bytes' '
+	txn "{\"kv\":[{\"op\":\"get\",\"ns\":\"cfg\",\"key\":\"color\"}]}" >ans &&
+	test_is true "$(jget "j[\"success\"]" <ans)" success &&
+	test_is true "$(jget "j[\"results\"][0][\"found\"]" <ans)" found &&
+	test_is 1 "$(jget "j[\"results\"][0][\"version\"]" <ans)" version &&
+	test_is "\"base64\"" "$(jget "j[\"results\"][0][\"encoding\"]" <ans)" encoding &&
+	test_is "\"djE=\"" "$(jget "j[\"results\"][0][\"value\"]" <ans)" value
+'
+
+test_expect_success 'a second write replaces the whole value (shorter too)' '
+	printf "a longer value" >"$KV/cfg/color" &&
+	printf v3 >"$KV/cfg/color" &&
+	printf v3 >expect &&
+	test_cmp expect "$KV/cfg/color" &&
+	test_is 2 "$(stat -c %s "$KV/cfg/color")" size &&
+	txn "{\"kv\":[{\"op\":\"get\",\"ns\":\"cfg\",\"key\":\"color\"}]}" >ans &&
+	test_is 3 "$(jget "j[\"results\"][0][\"version\"]" <ans)" version
+'
+
+test_expect_success 'binary values round-trip byte for byte (cp)' '
+	head -c 70000 /dev/urandom >blob &&
+	printf "\000\377\000" >>blob &&
+	cp blob "$KV/cfg/blob" &&
+	test_cmp blob "$KV/cfg/blob"
+'
+
+test_expect_success 'O_CREAT|O_EXCL of a present key: EEXIST, the value is unchanged' '
+	echo open:EEXIST >expect &&
+	sysc create_excl "$KV/cfg/color" clobber >actual &&
+	test_cmp expect actual &&
+	printf v3 >expect &&
+	test_cmp expect "$KV/cfg/color"
+'
+
+test_expect_success 'O_CREAT|O_EXCL of an absent key puts it (putIfAbsent)' '
+	echo ok >expect &&
+	sysc create_excl "$KV/cfg/fresh" n1 >actual &&
+	test_cmp expect actual &&
+	printf n1 >expect &&
+	test_cmp expect "$KV/cfg/fresh"
+'
+
+test_expect_success 'rm deletes: gone from cat and ls; a second rm is ENOENT' '
+	rm "$KV/cfg/fresh" &&
+	echo open:ENOENT >expect &&
+	sysc read "$KV/cfg/fresh" >actual &&
+	test_cmp expect actual &&
+	ls "$KV/cfg" >actual &&
+	printf "%s\n" blob color >expect &&
+	test_cmp expect actual &&
+	echo unlink:ENOENT >expect &&
+	sysc unlink "$KV/cfg/fresh" >actual &&
+	test_cmp expect actual &&
+	txn "{\"kv\":[{\"op\":\"get\",\"ns\":\"cfg\",\"key\":\"fresh\"}]}" >ans &&
+	test_is false "$(jget "j[\"results\"][0][\"found\"]" <ans)" found
+'
+
+test_expect_success 'ls lists exactly the live keys of its namespace, sorted' '
+	for k in zeta alpha mid gone; do
+		printf "%s" $k >"$KV/list/$k" || return 1
+	done &&
+	rm "$KV/list/gone" &&
+	ls "$KV/list" >actual &&
+	printf "%s\n" alpha mid zeta >expect &&
+	test_cmp expect actual &&
+	ls "$KV" >actual &&
+	printf "%s\n" cfg list >expect &&
+	test_cmp expect actual
+'
+
+test_expect_success ATTR 'user.queen.ttl: keys expire; ls and cat show them gone' '
+	printf t1 >"$KV/ttl/t1" && printf t3 >"$KV/ttl/t3" &&
+	setfattr -n user.queen.ttl -v 1 "$KV/ttl/t1" &&
+	test_is 1 "$(getfattr --only-values -n user.queen.ttl "$KV/ttl/t1")" ttl &&
+	python3 - "$KV/ttl/t2" <<\PYEOF &&
+import os, sys
+# the TTL set on the open file, before close, goes with the put
+fd = os.open(sys.argv[1], os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
+os.write(fd, b"t2")
+os.setxattr(sys.argv[1], "user.queen.ttl", b"1")
+os.close(fd)
+PYEOF
+	printf t2 >expect &&
+	test_cmp expect "$KV/ttl/t2" &&
+	ls "$KV/ttl" >actual &&
+	printf "%s\n" t1 t2 t3 >expect &&
+	test_cmp expect actual &&
+	sleep 2.1 &&
+	ls "$KV/ttl" >actual &&
+	echo t3 >expect &&
+	test_cmp expect actual &&
+	echo open:ENOENT >expect &&
+	sysc read "$KV/ttl/t1" >actual &&
+	test_cmp expect actual &&
+	sysc read "$KV/ttl/t2" >actual &&
+	test_cmp expect actual &&
+	printf t3 >expect &&
+	test_cmp expect "$KV/ttl/t3"
+'
+
+test_expect_success 'an expired key is absent for putIfAbsent too' '
+	echo ok >expect &&
+	sysc create_excl "$KV/ttl/t1" again >actual &&
+	test_cmp expect actual &&
+	printf again >expect &&
+	test_cmp expect "$KV/ttl/t1"
+'
+
+test_expect_success ATTR 'user.queen.ttl 0 removes the expiry; a bad value is EINVAL' '
+	setfattr -n user.queen.ttl -v 100 "$KV/ttl/t3" &&
+	test_is 100 "$(getfattr --only-values -n user.queen.ttl "$KV/ttl/t3")" ttl &&
+	setfattr -n user.queen.ttl -v 0 "$KV/ttl/t3" &&
+	test_must_fail getfattr --only-values -n user.queen.ttl "$KV/ttl/t3" &&
+	for v in abc -1 1.5 ""; do
+		echo setxattr:EINVAL >expect &&
+		sysc setxattr "$KV/ttl/t3" user.queen.ttl "$v" >actual &&
+		test_cmp expect actual || return 1
+	done &&
+	test_must_fail getfattr --only-values -n user.queen.ttl "$KV/ttl/t3" &&
+	printf t3 >expect &&
+	test_cmp expect "$KV/ttl/t3"
+'
+
+test_expect_success 'mkdir kv/<ns> makes an empty namespace that ls kv lists; rmdir drops it' '
+	echo ok >expect &&
+	sysc mkdir "$KV/made" >actual &&
+	test_cmp expect actual &&
+	ls "$KV" >actual &&
+	printf "%s\n" cfg list made ttl >expect &&
+	test_cmp expect actual &&
+	ls -A "$KV/made" >actual &&
+	test_line_count = 0 actual &&
+	echo ok >expect &&
+	sysc rmdir "$KV/made" >actual &&
+	test_cmp expect actual &&
+	ls "$KV" >actual &&
+	printf "%s\n" cfg list ttl >expect &&
+	test_cmp expect actual
+'
+
+test_expect_success 'mkdir of an existing namespace: EEXIST' '
+	echo mkdir:EEXIST >expect &&
+	sysc mkdir "$KV/cfg" >actual &&
+	test_cmp expect actual &&
+	ls "$KV/cfg" >actual &&
+	printf "%s\n" blob color >expect &&
+	test_cmp expect actual
+'
+
+test_expect_success 'rmdir of a namespace holding keys: ENOTEMPTY, the keys stay' '
+	echo rmdir:ENOTEMPTY >expect &&
+	sysc rmdir "$KV/list" >actual &&
+	test_cmp expect actual &&
+	ls "$KV/list" >actual &&
+	printf "%s\n" alpha mid zeta >expect &&
+	test_cmp expect actual &&
+	printf alpha >expect &&
+	test_cmp expect "$KV/list/alpha"
+'
+
+test_expect_success 'a namespace made by puts alone leaves ls kv with its last key' '
+	rm "$KV/list/alpha" "$KV/list/mid" "$KV/list/zeta" &&
+	ls "$KV" >actual &&
+	! grep -x list actual &&
+	grep -x cfg actual
+'
+
+test_expect_success 'bad key and namespace names: EINVAL, nothing written' '
+	long=$(printf "%0256d" 0) &&
+	for n in "a b" "a*b" "caf$(printf "\303\251")" ".hidden" "a\\b" "$long"; do
+		sysc create "$KV/cfg/$n" x >actual &&
+		grep -q -x -e open:EINVAL -e open:ENAMETOOLONG actual &&
+		sysc mkdir "$KV/$n" >actual &&
+		grep -q -x -e mkdir:EINVAL -e mkdir:ENAMETOOLONG actual &&
+		sysc create "$KV/$n/k" x >actual &&
+		grep -q -x -e "open:E[A-Z]*" actual || { echo "name: $n"; cat actual; return 1; }
+	done &&
+	ls "$KV/cfg" >actual &&
+	printf "%s\n" blob color >expect &&
+	test_cmp expect actual &&
+	ls -A "$KV" >actual &&
+	printf "%s\n" cfg ttl >expect &&
+	test_cmp expect actual
+'
+
+test_expect_success 'api/transaction writes are what the mount shows (put, incr)' '
+	txn "{\"kv\":[{\"op\":\"put\",\"ns\":\"cfg\",\"key\":\"doc\",\"value\":{\"a\":[1,2]}},{\"op\":\"incr\",\"ns\":\"cfg\",\"key\":\"n\",\"by\":5}]}" >ans &&
+	test_is true "$(jget "j[\"success\"]" <ans)" success &&
+	printf "{\"a\":[1,2]}" >expect &&
+	test_cmp expect "$KV/cfg/doc" &&
+	printf 5 >expect &&
+	test_cmp expect "$KV/cfg/n" &&
+	printf 41 >"$KV/cfg/n" &&
+	txn "{\"kv\":[{\"op\":\"incr\",\"ns\":\"cfg\",\"key\":\"n\"}]}" >ans &&
+	test_is 42 "$(jget "j[\"results\"][0][\"value\"]" <ans)" "incr of a value written by the mount" &&
+	printf 42 >expect &&
+	test_cmp expect "$KV/cfg/n"
+'
+
+test_expect_success 'KV state survives a restart of the daemon' '
+	remount &&
+	ls "$KV/cfg" >actual &&
+	printf "%s\n" blob color doc n >expect &&
+	test_cmp expect actual &&
+	test_cmp blob "$KV/cfg/blob" &&
+	printf v3 >expect &&
+	test_cmp expect "$KV/cfg/color" &&
+	printf t3 >expect &&
+	test_cmp expect "$KV/ttl/t3"
+'
+
+test_done
