@@ -946,6 +946,9 @@ answer:
 		out = json_pack("{s:b, s:s, s:s}", "success", 0, "reason",
 		    reason, "error", a.why[0] ? a.why : strerror(rc < 0 ? -rc :
 		    EIO));
+		/* a transaction's refusal always carries its empty results */
+		if (out && !strcmp(endpoint, "transaction"))
+			json_object_set_new(out, "results", json_array());
 	}
 	json_decref(body);
 	*resp = out ? json_dumps(out, JSON_COMPACT) : NULL;

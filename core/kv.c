@@ -162,8 +162,8 @@ queen_kv_ns_delete(struct queen *q, const char *ns)
 	rc = q->ops->kv_list(q->st, ns, queen_now(q), any_key, &a);
 	if (rc >= 0 && a.n)
 		rc = queen_err(q, -ENOTEMPTY, "namespace '%s' holds keys", ns);
-	else if (rc >= 0)
-		rc = q->ops->ns_delete(q->st, ns);
+	else if (rc >= 0 && (rc = q->ops->ns_delete(q->st, ns)) == -ENOENT)
+		rc = 0;  /* a namespace of keys alone: nothing recorded */
 	return tx_end(q, rc);
 }
 

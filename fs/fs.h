@@ -91,6 +91,7 @@ struct pending {
 	int64_t mtime;      /* last write or push, ms */
 	int64_t due_at;     /* timers: when to fire (0: the queue's delay) */
 	int64_t ttl_ms;     /* kv: from user.queen.ttl before the put */
+	fuse_ino_t dir;     /* the directory it was made in */
 };
 
 struct node {
@@ -217,7 +218,13 @@ void node_attr(struct node *n, struct stat *st);
 struct node *node_owner_of(struct node *n);
 bool node_staging_name(const char *name);
 
+/* inval.c */
+int inval_start(void);
+void inval_stop(void);
+void inval_later(fuse_ino_t dir, const char *name);
+
 /* pending.c */
+void pend_published(struct pending *p);
 struct pending *pend_find(enum pend_what w, const char *queue,
     const char *part, const char *name, int64_t now);
 struct pending *pend_new(enum pend_what w, const char *queue,

@@ -306,7 +306,10 @@ main(int argc, char **argv)
 	fuse_loop_cfg_set_clone_fd(lc, 0);
 	fuse_loop_cfg_set_max_threads(lc, 64);
 	fuse_loop_cfg_set_idle_threads(lc, 10);
+	if (inval_start() < 0)
+		fs_log("no forgetting thread: the kernel keeps old names");
 	ret = fuse_session_loop_mt(se, lc) < 0 ? 1 : 0;
+	inval_stop();
 	fuse_loop_cfg_destroy(lc);
 	engine_stop();
 out_unmount:

@@ -19,7 +19,8 @@
 struct ack_job {
 	struct job j;
 	struct node *srcdir;
-	char *name;             /* the source's name */
+	fuse_ino_t sink;        /* where the name went */
+	char *name;             /* the source's name (and the target's) */
 	char *what;             /* "from -> to", for the log */
 	const char *status;
 	char *queue, *part, *group, *lease;
@@ -109,8 +110,11 @@ ack_reply(struct job *j)
 {
 	struct ack_job *aj = (struct ack_job *)j;
 
-	if (j->rc == 0)
+	if (j->rc == 0) {
 		node_unhash(aj->srcdir, aj->name);
+		/* the kernel moved the entry into the sink: let it go */
+		inval_later(aj->sink, aj->name);
+	}
 	reply_rc(j);
 	free(aj->name);
 	free(aj->what);
@@ -152,6 +156,7 @@ ack_rename(fuse_req_t req, struct node *p, const char *name,
 		return -ENOMEM;
 	aj->j.write = true;
 	aj->srcdir = p;
+	aj->sink = np->ino;
 	aj->status = np->status;
 	aj->whole = p->kind == K_LEASED;
 	aj->name = strdup(name);

@@ -96,6 +96,7 @@ open_pending(struct node *n, struct handle *h, int flags)
 		    n->name, fs_now());
 		if (!pe)
 			return -ENOMEM;
+		pe->dir = n->parent ? n->parent->ino : 0;
 		pe->dirty = (flags & O_TRUNC) != 0;
 		pthread_mutex_lock(&fs_lock);
 		pe->refs++;
@@ -226,6 +227,7 @@ make_pending(struct node *p, const char *name, int flags, struct node **out)
 	    fs_now());
 	if (!pe)
 		return -ENOMEM;
+	pe->dir = p->ino;
 	pe->excl = (flags & O_EXCL) != 0;
 	if (!(n = node_child(p, name, K_PENDING))) {
 		pend_drop(pe);

@@ -101,6 +101,10 @@ push_done(struct push_job *pj)
 		pend_rename(pe, pj->txid);
 		node_move(pj->parent, pj->oldname, pj->txid);
 	}
+	if (pj->j.rc == 0) {
+		pend_published(pe);
+		inval_later(pj->parent ? pj->parent->ino : pe->dir, pe->name);
+	}
 	fuse_reply_err(pj->j.req, -pj->j.rc);
 	pend_put(pe);
 	free(pj->buf);

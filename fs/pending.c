@@ -109,6 +109,19 @@ pend_find(enum pend_what w, const char *queue, const char *part,
 	return p;
 }
 
+/*
+ * Published: the store answers for the name from now on, so the entry
+ * leaves the table (open handles and nodes keep it alive until they go).
+ */
+void
+pend_published(struct pending *p)
+{
+	pthread_mutex_lock(&fs_lock);
+	if (!is_staging(p) && in_table(p))
+		unlink_pend(p);
+	pthread_mutex_unlock(&fs_lock);
+}
+
 struct pending *
 pend_new(enum pend_what w, const char *queue, const char *part,
     const char *name, int64_t now)

@@ -166,10 +166,14 @@ test_expect_success ATTR 'user.queen.ttl 0 removes the expiry; a bad value is EI
 	test_cmp expect "$KV/ttl/t3"
 '
 
-test_expect_success 'mkdir kv/<ns> makes an empty namespace that ls kv lists; rmdir drops it' '
-	echo ok >expect &&
-	sysc mkdir "$KV/made" >actual &&
+test_expect_success 'a namespace exists for any name (mkdir -p); chmod records it, ls kv lists it, rmdir drops it' '
+	mkdir -p "$KV/made" &&
+	test -d "$KV/made" &&
+	ls "$KV" >actual &&
+	printf "%s\n" cfg list ttl >expect &&
 	test_cmp expect actual &&
+	chmod 0750 "$KV/made" &&
+	test_is 750 "$(stat -c %a "$KV/made")" mode &&
 	ls "$KV" >actual &&
 	printf "%s\n" cfg list made ttl >expect &&
 	test_cmp expect actual &&

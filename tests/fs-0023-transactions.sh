@@ -255,7 +255,7 @@ refused_whole(full(m, "x1", operations=[ack(m, leaseId="01a00000-0000-7000-8000-
 EOF
 '
 
-test_expect_success 'rejected_ack: an ack whose txid is not in the window, or failed below the cursor' '
+test_expect_success 'rejected_ack: an ack whose txid is not in the window (never pushed, above the span)' '
 	python3 <<\EOF
 from qapi import *
 before = snapshot()
@@ -268,7 +268,7 @@ refused_whole(full(dict(m, transactionId="r2"), "x3"), "rejected_ack", "txid abo
 EOF
 '
 
-test_expect_success 'the lease survives every rollback: the same lease then commits' '
+test_expect_success 'the lease survives the rollbacks and commits; then failed below the cursor, a released lease' '
 	python3 <<\EOF
 from qapi import *
 L = ls("queues/r/leased")[0]
