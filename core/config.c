@@ -136,80 +136,16 @@ parse_scaled(const char *s, enum kind kind, int64_t *out)
 	return 0;
 }
 
-static int
-days_from_civil(int y, int m, int d, int64_t *out)
-{
-	static const int mdays[] = { 31, 29, 31, 30, 31, 30, 31, 31, 30, 31,
-	    30, 31 };
-	int64_t era, yoe, doy, doe;
-	bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-
-	if (m < 1 || m > 12 || d < 1 || d > mdays[m - 1] ||
-	    (m == 2 && d == 29 && !leap))
-		return -EINVAL;
-	y -= m <= 2;
-	era = (y >= 0 ? y : y - 399) / 400;
-	yoe = y - era * 400;
-	doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-	*out = era * 146097 + doe - 719468;
-	return 0;
-}
-
-/* RFC 3339: YYYY-MM-DDTHH:MM:SS[.frac](Z|+hh:mm|-hh:mm) */
 int
 parse_time(const char *s, int64_t *ms)
 {
-	int y, mo, d, h, mi, sec, n = 0, oh, om;
-	int64_t days, frac = 0, scale = 100;
-	const char *p;
-
-	if (sscanf(s, "%4d-%2d-%2d%n", &y, &mo, &d, &n) != 3 || n != 10)
-		return -EINVAL;
-	p = s + 10;
-	if (*p != 'T' && *p != 't' && *p != ' ')
-		return -EINVAL;
-	p++;
-	if (sscanf(p, "%2d:%2d:%2d%n", &h, &mi, &sec, &n) != 3 || n != 8)
-		return -EINVAL;
-	p += 8;
-	if (*p == '.') {
-		p++;
-		if (!isdigit((unsigned char)*p))
-			return -EINVAL;
-		while (isdigit((unsigned char)*p)) {
-			frac += (*p - '0') * scale;
-			scale /= 10;
-			p++;
-		}
-	}
-	if (h > 23 || mi > 59 || sec > 60 || y < 1970 || y > 9999)
-		return -EINVAL;
-	if (days_from_civil(y, mo, d, &days) != 0)
-		return -EINVAL;
-	*ms = ((days * 24 + h) * 60 + mi) * 60000 + (int64_t)sec * 1000 + frac;
-	if (*p == 'Z' || *p == 'z') {
-		p++;
-	} else if (*p == '+' || *p == '-') {
-		if (sscanf(p + 1, "%2d:%2d%n", &oh, &om, &n) != 2 || n != 5 ||
-		    oh > 23 || om > 59)
-			return -EINVAL;
-		*ms -= (*p == '+' ? 1 : -1) * ((int64_t)oh * 60 + om) * 60000;
-		p += 6;
-	} else {
-		return -EINVAL;
-	}
-	return *p ? -EINVAL : 0;
+	return queen_time_parse(s, strlen(s), ms);
 }
 
 static void
 format_time(int64_t ms, char *buf, size_t len)
 {
-	time_t t = (time_t)(ms / 1000);
-	struct tm tm;
-
-	gmtime_r(&t, &tm);
-	strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	queen_time_format(ms - ms % 1000, buf, len);
 }
 
 static int

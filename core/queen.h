@@ -42,6 +42,13 @@ struct queen_options {
 	bool read_only;         /* open without write access */
 	queen_clock_fn clock;   /* NULL: CLOCK_REALTIME */
 	void *clock_arg;
+	/*
+	 * A test hook: NULL for no fault, or "fsync:N" / "write:N" to make
+	 * every sync (or write) of the SQLite store after the first N fail
+	 * with an I/O error, as a failing disk would.  The budget is one per
+	 * process, armed by each open that sets it.  -EINVAL if malformed.
+	 */
+	const char *fault;
 };
 
 /*
@@ -66,6 +73,15 @@ int64_t queen_now(struct queen *q);
 
 /* queen_set_clock - replace the clock (tests drive leases with it). */
 void queen_set_clock(struct queen *q, queen_clock_fn fn, void *arg);
+
+/*
+ * queen_time_parse - an RFC 3339 time ("2026-05-01T10:00:00Z", optional
+ * fraction, Z or +hh:mm / -hh:mm) in s[0..len) to ms since the epoch.
+ * Returns 0 or -EINVAL.  queen_time_format - ms as
+ * "YYYY-MM-DDThh:mm:ss.mmmZ" into buf.
+ */
+int queen_time_parse(const char *s, size_t len, int64_t *ms);
+void queen_time_format(int64_t ms, char *buf, size_t len);
 
 /* queen_name_valid - 1..255 bytes of [A-Za-z0-9._:@=+-], no leading '.'. */
 bool queen_name_valid(const char *name);
