@@ -333,15 +333,21 @@ do_pop(struct apictx *a, json_t *req, int *rc)
 	struct queen_pop_req pr = { 0 };
 	struct queen_batch *b = NULL;
 	json_t *out, *msgs, *auto_ack;
-	int64_t batch = 0;
+	int64_t batch = 0, wait = 0;
 	size_t i;
 
 	pr.auto_ack = -1;
+	/* wait is checked like the rest, though this pop never waits */
 	if ((*rc = opt_str(a, req, "queue", &pr.queue)) != 0 ||
 	    (*rc = opt_str(a, req, "partition", &pr.partition)) != 0 ||
 	    (*rc = opt_str(a, req, "consumerGroup", &pr.group)) != 0 ||
-	    (*rc = opt_int(a, req, "batch", &batch)) != 0)
+	    (*rc = opt_int(a, req, "batch", &batch)) != 0 ||
+	    (*rc = opt_int(a, req, "wait", &wait)) != 0)
 		return NULL;
+	if (wait < 0) {
+		*rc = bad(a, "%s", "'wait' is a number of seconds, 0 or more");
+		return NULL;
+	}
 	if (!pr.queue) {
 		*rc = bad(a, "%s", "pop needs a queue");
 		return NULL;
@@ -939,9 +945,11 @@ queen_api(struct queen *q, const char *endpoint, const char *req, size_t len,
 		rc = bad(&a, "unknown endpoint '%.32s'", endpoint);
 answer:
 	if (!out) {
+		/* a refusal of the request itself is the caller's to fix */
 		const char *reason = a.reason ?
 		    queen_txn_reason_name((enum queen_txn_reason)a.reason) :
-		    "error";
+		    rc == -EINVAL ? "bad_request" : rc == -EFBIG ?
+		    "too_large" : "error";
 
 		out = json_pack("{s:b, s:s, s:s}", "success", 0, "reason",
 		    reason, "error", a.why[0] ? a.why : strerror(rc < 0 ? -rc :

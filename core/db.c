@@ -13,6 +13,9 @@
 
 #include "db.h"
 
+/* the test hook's VFS (core/fault.c), opened when opt->fault is set */
+int fault_vfs(const char *spec, const char **name, char *err, size_t errlen);
+
 #define PB(pid) ((int64_t)(pid) << OFFSET_BITS)
 
 /*
@@ -1715,18 +1718,21 @@ db_open(const struct queen_options *opt, struct store **out,
     const struct store_ops **ops, char *err, size_t errlen)
 {
 	struct store *s;
+	const char *vfs = NULL;
 	int flags, rc;
 
 	*out = NULL;
 	if ((unsigned)opt->sync > QUEEN_SYNC_OFF)
 		return -EINVAL;
+	if (opt->fault && (rc = fault_vfs(opt->fault, &vfs, err, errlen)) != 0)
+		return rc;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
 	flags = opt->read_only ? SQLITE_OPEN_READONLY :
 	    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
 	flags |= SQLITE_OPEN_NOMUTEX;
-	rc = sqlite3_open_v2(opt->path, &s->db, flags, NULL);
+	rc = sqlite3_open_v2(opt->path, &s->db, flags, vfs);
 	if (rc != SQLITE_OK) {
 		snprintf(err, errlen, "%s: %s", opt->path,
 		    s->db ? sqlite3_errmsg(s->db) : "out of memory");

@@ -220,9 +220,24 @@ static int
 open_store(const char *path, enum queen_sync sync, struct queen **q)
 {
 	struct queen_options qo = { .path = path, .sync = sync };
-	int rc = queen_open(&qo, q);
+	const char *fault = getenv("QUEENFS_FAULT");
+	int rc;
 
-	if (rc < 0)
+	/*
+	 * A test hook, not a feature: QUEENFS_FAULT=fsync:N (or write:N)
+	 * makes the store's syncs (writes) fail after N, so the mount tests
+	 * can watch the daemon stop writes with EIO (tests/fs-0031-faults.sh).
+	 */
+	if (fault && *fault)
+		qo.fault = fault;
+	rc = queen_open(&qo, q);
+	if (rc == -EIO)
+		fs_log("cannot open %s: not a queenfs database, or corrupt (%s)",
+		    path, strerror(-rc));
+	else if (rc == -EPROTO)
+		fs_log("cannot open %s: written by a newer queenfs (its schema "
+		    "version is beyond this one's)", path);
+	else if (rc < 0)
 		fs_log("cannot open %s: %s", path, strerror(-rc));
 	return rc;
 }

@@ -30,8 +30,9 @@ txid_to_name(const char *txid, char *out, size_t len)
 		return -EINVAL;
 	for (size_t i = 0; txid[i]; i++) {
 		unsigned char c = (unsigned char)txid[i];
+		size_t need = plain(c, i) ? 1 : 3;
 
-		if (o + 4 > len || o + 3 > NAME_MAX_BYTES)
+		if (o + need + 1 > len || o + need > NAME_MAX_BYTES)
 			return -ENAMETOOLONG;
 		if (plain(c, i)) {
 			out[o++] = (char)c;

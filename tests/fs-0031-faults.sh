@@ -1,0 +1,269 @@
+#!/bin/sh
+# fs-0031-faults: the store failing under the mount.  A full disk (a 2 MB
+# tmpfs): writers get ENOSPC at close(), nothing confirmed is lost, no
+# partial message, and pushes work again once space returns, with no
+# restart.  An injected fsync failure (QUEENFS_FAULT, a test hook): writes
+# fail with EIO from then on, sys/health says why, reads still work, and
+# after a restart without the fault every confirmed push is there and the
+# database passes integrity_check.  A file that is not a database, or one
+# from a newer schema, is refused at startup with one clear line.
+. "$(dirname "$0")/lib.sh"
+mount_queenfs
+
+SMALL=
+# the tmpfs goes after the daemon that may hold a database on it
+faults_cleanup_ () {
+	fc_status_=$?
+	if test -n "$SMALL" && awk -v m="$SMALL" '$2 == m { f = 1 } END { exit !f }' /proc/mounts; then
+		stop_daemon_ >/dev/null 2>&1
+		umount "$SMALL" 2>/dev/null || umount -l "$SMALL"
+	fi
+	(exit $fc_status_)
+	cleanup_
+}
+trap 'faults_cleanup_ >&5' EXIT
+
+# one prerequisite per case: EIO needs python and sqlite3, FULL also root
+# (to mount a tmpfs)
+command -v sqlite3 >/dev/null 2>&1 && test_set_prereq SQLITE3
+test_have_prereq PYTHON && test_have_prereq SQLITE3 && test_set_prereq EIO
+test "$(id -u)" = 0 && test_have_prereq EIO && test_set_prereq FULL
+
+# integrity DB: PRAGMA integrity_check of a database no daemon holds
+integrity () {
+	sqlite3 "$1" 'PRAGMA integrity_check'
+}
+
+# pushes.py DIR PREFIX SIZE MAX: push PREFIX1..PREFIXn of SIZE bytes each
+# until a close() fails; logs each confirmed name to confirmed.log and
+# prints the errno of the first failure as `STEP:ERRNO at NAME`.
+cat >"$TRASH/pushes.py" <<\EOF
+import errno, os, sys
+d, prefix, size, mx = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+with open("confirmed.log", "a") as log:
+    for i in range(1, mx + 1):
+        name = "%s%d" % (prefix, i)
+        body = (name.encode() + b":") * (size // (len(name) + 1) + 1)
+        step = "open"
+        try:
+            fd = os.open(os.path.join(d, name), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            step = "write"
+            os.write(fd, body[:size])
+            step = "close"
+            os.close(fd)
+        except OSError as e:
+            print("%s:%s at %s" % (step, errno.errorcode.get(e.errno, e.errno), name))
+            sys.exit(0)
+        log.write("%s %d\n" % (name, size))
+        log.flush()
+print("no failure in %d pushes" % mx)
+EOF
+
+# checkall.py DIR: every line of confirmed.log is DIR/NAME with its payload
+cat >"$TRASH/checkall.py" <<\EOF
+import os, sys
+d = sys.argv[1]
+bad = n = 0
+for line in open("confirmed.log"):
+    name, size = line.split()
+    size = int(size)
+    body = (name.encode() + b":") * (size // (len(name) + 1) + 1)
+    n += 1
+    try:
+        got = open(os.path.join(d, name), "rb").read()
+    except OSError as e:
+        print("lost %s: %s" % (name, e)); bad += 1; continue
+    if got != body[:size]:
+        print("wrong payload %s: %d bytes" % (name, len(got))); bad += 1
+print("checked %d" % n)
+sys.exit(1 if bad or n == 0 else 0)
+EOF
+
+# --- startup refusals ---------------------------------------------------
+
+# refuse DB: queenfs must exit non-zero on DB with one line on stderr,
+# leaving no mount on m2
+refuse () {
+	mkdir -p m2 &&
+	timeout 20 "$QUEENFS" -f --db "$1" "$TRASH/m2" >refuse.out 2>refuse.err </dev/null 5>&-
+	rf_rc_=$?
+	cat refuse.err
+	if awk -v m="$TRASH/m2" '$2 == m { f = 1 } END { exit !f }' /proc/mounts; then
+		echo "a mount was left on m2"
+		fusermount3 -uz "$TRASH/m2"
+		return 1
+	fi
+	test $rf_rc_ != 0 && test $rf_rc_ != 124 ||
+		{ echo "queenfs exited $rf_rc_"; return 1; }
+	test_line_count = 1 refuse.err
+}
+
+test_expect_success 'a file that is not a database is refused at startup' '
+	printf "this is a text file, not a database\n%.0s" $(seq 40) >garbage.db &&
+	cp garbage.db garbage.before &&
+	refuse "$TRASH/garbage.db" &&
+	grep -q "garbage.db: not a queenfs database" refuse.err &&
+	test_cmp garbage.before garbage.db
+'
+
+test_expect_success SQLITE3 'a database from a newer schema is refused at startup' '
+	mkdir -p m3 &&
+	{ "$QUEENFS" -f --db "$TRASH/newer.db" "$TRASH/m3" >newer.log 2>&1 </dev/null 5>&- & } &&
+	np=$! && track_pid $np &&
+	wait_until 10 "stat \"$TRASH/m3/sys\" >/dev/null 2>&1" &&
+	mkdir "$TRASH/m3/queues/kept" &&
+	printf kept >"$TRASH/m3/queues/kept/m" &&
+	fusermount3 -u "$TRASH/m3" && wait $np &&
+	v=$(sqlite3 newer.db "PRAGMA user_version") &&
+	test "$v" -ge 1 &&
+	sqlite3 newer.db "PRAGMA user_version = 99" &&
+	refuse "$TRASH/newer.db" &&
+	grep -q "newer.db: written by a newer queenfs" refuse.err &&
+	test_is 99 "$(sqlite3 newer.db "PRAGMA user_version")" "user_version" &&
+	test_is 1 "$(sqlite3 newer.db "SELECT count(*) FROM messages")" "messages"
+'
+
+test_expect_success 'a malformed QUEENFS_FAULT is refused at startup' '
+	QUEENFS_FAULT=fsync:x && export QUEENFS_FAULT &&
+	{ refuse "$TRASH/hook.db"; r=$?; unset QUEENFS_FAULT; test $r = 0; } &&
+	grep -q "Invalid argument" refuse.err
+'
+
+# --- an injected fsync failure -------------------------------------------
+
+test_expect_success EIO 'setup: a daemon whose fsyncs fail after 30' '
+	stop_daemon_ &&
+	DB="$TRASH/eio.db" &&
+	QUEENFS_FAULT=fsync:30 && export QUEENFS_FAULT &&
+	start_daemon_ &&
+	unset QUEENFS_FAULT &&
+	q_init e &&
+	echo "wait = 0" >"$Q/config" &&
+	printf held >"$Q/held" &&
+	HELD=$(pop) &&
+	test_is held "${HELD##*/}" "leased" &&
+	mkdir -p "$MNT/kv/ns" && printf v1 >"$MNT/kv/ns/k"
+'
+
+test_expect_success EIO 'pushes until one fails: EIO at close()' '
+	: >confirmed.log &&
+	"$PYTHON3" "$TRASH/pushes.py" "$Q" m 100 200 >eio.out &&
+	cat eio.out && cat confirmed.log | wc -l &&
+	grep -q "^close:EIO at m[0-9]*$" eio.out &&
+	FAILED=$(sed -n "s/.* at //p" eio.out) &&
+	test $(wc -l <confirmed.log) -ge 1
+'
+
+test_expect_success EIO 'sys/health says failed, and why' '
+	cat "$MNT/sys/health" >health &&
+	grep -q "^failed: storage I/O error, writes stopped: disk I/O error$" health
+'
+
+test_expect_success EIO 'every later write fails with EIO' '
+	echo close:EIO >expect &&
+	sysc create "$Q/later" x >actual && test_cmp expect actual &&
+	sysc create "$Q/partitions/p2/later" x >actual && test_cmp expect actual &&
+	sysc create "$MNT/kv/ns/k" v2 >actual && test_cmp expect actual &&
+	echo rename:EIO >expect &&
+	sysc rename "$Q/$HELD" "$Q/ack/held" >actual && test_cmp expect actual &&
+	echo mkdir:EIO >expect &&
+	sysc mkdir "$MNT/queues/other" >actual && test_cmp expect actual &&
+	echo write:EIO >expect &&
+	sysc write "$Q/config" "lease_time = 60" >actual && test_cmp expect actual
+'
+
+test_expect_success EIO 'reads still work' '
+	printf held >expect &&
+	test_cmp expect "$Q/partitions/default/held" &&
+	"$PYTHON3" "$TRASH/checkall.py" "$Q/partitions/default" &&
+	printf v1 >expect && test_cmp expect "$MNT/kv/ns/k" &&
+	test_is 300 "$(stat_of "$Q/config" lease_time)" "lease_time unchanged" &&
+	ls "$Q/partitions/default" >present &&
+	test_path_is_missing "$Q/partitions/default/later" &&
+	test_path_is_missing "$MNT/queues/other"
+'
+
+test_expect_success EIO 'restart without the fault: all confirmed, integrity ok' '
+	stop_daemon_ ;
+	test_is ok "$(integrity "$DB")" "integrity_check" &&
+	start_daemon_ &&
+	test_is ok "$(cat "$MNT/sys/health")" "health" &&
+	"$PYTHON3" "$TRASH/checkall.py" "$Q/partitions/default" >checked &&
+	cat checked &&
+	diag "EIO: $(sed -n "s/checked //p" checked) confirmed pushes checked after the fault" >&5 &&
+	test_path_is_missing "$Q/partitions/default/later" &&
+	test_path_is_missing "$Q/partitions/p2/later" &&
+	! ls "$Q/partitions" | grep -qx p2 &&
+	printf v1 >expect && test_cmp expect "$MNT/kv/ns/k" &&
+	if test -e "$Q/partitions/default/$FAILED"; then
+		echo "the push that failed ($FAILED) reached the disk whole" &&
+		grep -q "^$FAILED:" "$Q/partitions/default/$FAILED"
+	fi &&
+	echo ok >expect &&
+	sysc rename "$Q/$HELD" "$Q/ack/held" >actual && test_cmp expect actual &&
+	printf again >"$Q/again" &&
+	printf again >expect && test_cmp expect "$Q/partitions/default/again"
+'
+
+# --- a full disk ---------------------------------------------------------
+
+test_expect_success FULL 'setup: the database on a 2 MB tmpfs with ballast' '
+	stop_daemon_ &&
+	SMALL="$TRASH/small" && mkdir "$SMALL" &&
+	mount -t tmpfs -o size=2m tmpfs "$SMALL" &&
+	dd if=/dev/zero of="$SMALL/ballast" bs=64k count=8 2>/dev/null &&
+	DB="$SMALL/queen.db" &&
+	start_daemon_ &&
+	q_init full &&
+	: >confirmed.log
+'
+
+test_expect_success FULL 'pushes until the disk is full: ENOSPC at close()' '
+	"$PYTHON3" "$TRASH/pushes.py" "$Q" f 8192 1000 >full.out &&
+	cat full.out &&
+	grep -q "^close:ENOSPC at f[0-9]*$" full.out &&
+	FAILED=$(sed -n "s/.* at //p" full.out) &&
+	N=$(wc -l <confirmed.log) && test "$N" -ge 10 &&
+	echo "$N confirmed before the disk filled"
+'
+
+test_expect_success FULL 'nothing confirmed is lost, no partial message' '
+	test_path_is_missing "$Q/partitions/default/$FAILED" &&
+	test_is "$N" "$(stat_of "$Q/stats" messages)" "messages" &&
+	"$PYTHON3" "$TRASH/checkall.py" "$Q/partitions/default" &&
+	test_is ok "$(cat "$MNT/sys/health")" "health: a full disk stops nothing for good" &&
+	echo close:ENOSPC >expect &&
+	sysc create "$Q/still-full" "$(printf "%8192s" x)" >actual &&
+	test_cmp expect actual
+'
+
+test_expect_success FULL 'space returns: pushes work again with no restart' '
+	pid_before=$DAEMON_PID &&
+	rm "$SMALL/ballast" &&
+	"$PYTHON3" "$TRASH/pushes.py" "$Q" g 8192 8 >again.out &&
+	cat again.out &&
+	grep -q "^no failure in 8 pushes$" again.out &&
+	test_is "$pid_before" "$DAEMON_PID" "same daemon" &&
+	kill -0 "$DAEMON_PID" &&
+	test_is $((N + 8)) "$(stat_of "$Q/stats" messages)" "messages"
+'
+
+test_expect_success FULL 'after a restart everything confirmed is there, integrity ok' '
+	stop_daemon_ ;
+	test_is ok "$(integrity "$DB")" "integrity_check" &&
+	start_daemon_ &&
+	"$PYTHON3" "$TRASH/checkall.py" "$Q/partitions/default" >checked &&
+	cat checked &&
+	diag "ENOSPC: $(sed -n "s/checked //p" checked) confirmed pushes checked" >&5 &&
+	test_path_is_missing "$Q/partitions/default/$FAILED" &&
+	test_path_is_missing "$Q/partitions/default/still-full"
+'
+
+test_expect_success FULL 'teardown: the tmpfs goes' '
+	stop_daemon_ &&
+	umount "$SMALL" && SMALL= &&
+	DB="$TRASH/queen.db" &&
+	start_daemon_
+'
+
+test_done
