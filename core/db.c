@@ -14,7 +14,6 @@
 #include "db.h"
 
 /* the test hook's VFS (core/fault.c), opened when opt->fault is set */
-int fault_vfs(const char *spec, const char **name, char *err, size_t errlen);
 
 #define PB(pid) ((int64_t)(pid) << OFFSET_BITS)
 

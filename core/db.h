@@ -12,5 +12,7 @@
 
 int db_errno(int rc);
 int schema_migrate(sqlite3 *db, char *err, size_t errlen);
+/* fault.c: the test hook's VFS for a fault spec ("fsync:N", "write:N") */
+int fault_vfs(const char *spec, const char **name, char *err, size_t errlen);
 
 #endif

@@ -18,7 +18,6 @@
 
 #define FAULT_VFS "queen-fault"
 
-int fault_vfs(const char *spec, const char **name, char *err, size_t errlen);
 
 enum fault_kind { FAULT_NONE, FAULT_SYNC, FAULT_WRITE };
 
