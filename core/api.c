@@ -17,6 +17,8 @@ struct apictx {
 	struct queen *q;
 	char why[256];
 	int reason;   /* QUEEN_TXN_BAD_REQUEST or _TOO_LARGE on refusal */
+	struct queen_api_wait *wait;  /* a caller that can wait, or NULL */
+	bool would_wait;
 };
 
 static int bad(struct apictx *a, const char *fmt, ...)
@@ -337,7 +339,6 @@ do_pop(struct apictx *a, json_t *req, int *rc)
 	size_t i;
 
 	pr.auto_ack = -1;
-	/* wait is checked like the rest, though this pop never waits */
 	if ((*rc = opt_str(a, req, "queue", &pr.queue)) != 0 ||
 	    (*rc = opt_str(a, req, "partition", &pr.partition)) != 0 ||
 	    (*rc = opt_str(a, req, "consumerGroup", &pr.group)) != 0 ||
@@ -365,6 +366,17 @@ do_pop(struct apictx *a, json_t *req, int *rc)
 	if (auto_ack && json_is_boolean(auto_ack))
 		pr.auto_ack = json_is_true(auto_ack);
 	*rc = queen_pop(a->q, &pr, &b);
+	if (*rc == -EAGAIN && wait > 0 && a->wait) {
+		/* the caller waits (core never does) and asks again */
+		a->would_wait = true;
+		a->wait->wait_ms = wait > INT64_MAX / 1000 ? INT64_MAX :
+		    wait * 1000;
+		snprintf(a->wait->queue, sizeof(a->wait->queue), "%s",
+		    pr.queue);
+		snprintf(a->wait->group, sizeof(a->wait->group), "%s",
+		    pr.group ? pr.group : "");
+		return NULL;
+	}
 	if (*rc == -EAGAIN) {
 		*rc = 0;
 		return json_pack("{s:b, s:n, s:[]}", "success", 1, "leaseId",
@@ -910,6 +922,13 @@ int
 queen_api(struct queen *q, const char *endpoint, const char *req, size_t len,
     char **resp)
 {
+	return queen_api_ex(q, endpoint, req, len, resp, NULL);
+}
+
+int
+queen_api_ex(struct queen *q, const char *endpoint, const char *req,
+    size_t len, char **resp, struct queen_api_wait *wait)
+{
 	struct apictx a;
 	json_error_t e;
 	json_t *body = NULL, *out = NULL;
@@ -918,6 +937,7 @@ queen_api(struct queen *q, const char *endpoint, const char *req, size_t len,
 	*resp = NULL;
 	memset(&a, 0, sizeof(a));
 	a.q = q;
+	a.wait = wait;
 	if (len > QUEEN_API_MAX_BODY) {
 		a.reason = QUEEN_TXN_TOO_LARGE;
 		snprintf(a.why, sizeof(a.why), "the body is over %u bytes",
@@ -944,6 +964,10 @@ queen_api(struct queen *q, const char *endpoint, const char *req, size_t len,
 	else
 		rc = bad(&a, "unknown endpoint '%.32s'", endpoint);
 answer:
+	if (a.would_wait) {
+		json_decref(body);
+		return -EAGAIN;
+	}
 	if (!out) {
 		/* a refusal of the request itself is the caller's to fix */
 		const char *reason = a.reason ?

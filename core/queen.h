@@ -706,6 +706,22 @@ const char *queen_txn_reason_name(enum queen_txn_reason r);
 int queen_api(struct queen *q, const char *endpoint, const char *req,
     size_t len, char **resp);
 
+/*
+ * queen_api_ex - queen_api for a caller that can wait: an api/pop with
+ * "wait" > 0 that finds nothing returns -EAGAIN with *resp NULL and fills
+ * *wait (how long, and which queue and group to watch); the caller asks
+ * again when something may have arrived, and answers an empty pop itself
+ * when the time is up.  Core never waits.
+ */
+struct queen_api_wait {
+	int64_t wait_ms;
+	char queue[QUEEN_NAME_MAX + 1];
+	char group[QUEEN_NAME_MAX + 1];   /* "": queue mode */
+};
+int queen_api_ex(struct queen *q, const char *endpoint, const char *req,
+    size_t len, char **resp, struct queen_api_wait *wait);
+#define QUEEN_API_EMPTY_POP "{\"success\":true,\"leaseId\":null,\"messages\":[]}"
+
 #define QUEEN_API_MAX_BODY (64u << 20)
 
 #endif

@@ -27,12 +27,30 @@ api_run(struct job *j, struct queen *q)
 {
 	struct api_job *aj = (struct api_job *)j;
 	struct handle *h = aj->h;
+	struct queen_api_wait w;
 	char *resp = NULL;
 	int rc;
 
 	/* an oversize body is answered without being read */
-	rc = queen_api(q, h->node->name, h->req ? h->req : "",
-	    h->req_big ? (size_t)QUEEN_API_MAX_BODY + 1 : h->req_len, &resp);
+	rc = queen_api_ex(q, h->node->name, h->req ? h->req : "",
+	    h->req_big ? (size_t)QUEEN_API_MAX_BODY + 1 : h->req_len, &resp,
+	    aj->flush ? NULL : &w);
+	if (rc == -EAGAIN) {
+		/* a pop with "wait": park like a reader of next */
+		if (j->deadline == 0) {
+			j->deadline = fs_now() + w.wait_ms;
+			if (!(j->wait_queue = strdup(w.queue))) {
+				j->rc = -ENOMEM;
+				return;
+			}
+		}
+		j->due = queen_next_due(q, w.queue, w.group[0] ? w.group :
+		    NULL);
+		if (j->due <= queen_now(q))
+			j->due = queen_now(q) + 1000;
+		j->wait = true;
+		return;
+	}
 	if (rc == -ENOMEM && !resp) {
 		j->rc = -ENOMEM;
 		return;
@@ -77,6 +95,13 @@ api_reply(struct job *j)
 
 	pthread_mutex_lock(&fs_lock);
 	h->api_state = API_DONE;
+	if (j->rc == -ENODATA) {
+		/* the wait ran out: an empty pop is the answer */
+		free(h->text);
+		h->text = strdup(QUEEN_API_EMPTY_POP);
+		h->len = h->text ? strlen(h->text) : 0;
+		j->rc = h->text ? 0 : -ENOMEM;
+	}
 	if (j->rc < 0)
 		h->api_rc = j->rc;
 	pthread_mutex_unlock(&fs_lock);

@@ -580,4 +580,25 @@ eq("1", stats("sh")["leases"], "one pop, one lease")
 EOF
 '
 
+test_expect_success 'api/pop with wait: an empty queue answers an empty pop when the wait runs out; a push wakes it' '
+	mkdir "$MNT/queues/waiting" &&
+	python3 <<\EOF
+from qapi import *
+import threading
+t0 = time.time()
+ans = api("pop", {"queue": "waiting", "wait": 1})
+eq([], ans["messages"], "nothing came: empty messages")
+eq(True, ans["success"], "an empty pop is a success")
+check(time.time() - t0 >= 0.9, "it waited for the wait")
+def later():
+    time.sleep(0.5)
+    api("push", {"items": [{"queue": "waiting", "transactionId": "w1",
+                            "payload": 1}]})
+threading.Thread(target=later).start()
+ans = api("pop", {"queue": "waiting", "wait": 30})
+eq(["w1"], [m["transactionId"] for m in ans["messages"]], "woken by the push")
+check(ans["leaseId"] is not None, "under a lease")
+EOF
+'
+
 test_done
