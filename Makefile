@@ -3,7 +3,8 @@
 #   make            libqueen.a, queenfs, the test programs and examples
 #   make test       everything under prove (unit tests, then mount tests)
 #   make asan       the same tests on an ASan+UBSan build
-#   make check-pg   the unit tests on a private PostgreSQL cluster
+#   make check-pg   the unit tests and the multi-mount tests on a private
+#                   PostgreSQL cluster
 #   make bench      benchmarks (not part of test)
 -include config.mak
 
@@ -81,10 +82,14 @@ check-unit: all
 check-fs: all
 	QUEENFS_BUILD=$(abspath $(O)) prove $(wildcard tests/fs-*.sh)
 
-# The unit tests again on PostgreSQL: a private cluster in a temp dir,
-# stopped by its pid when they end (tests/pg.sh).
+# The unit tests again on PostgreSQL, then the mount tests of several
+# daemons on one database (fs-004x skip themselves without QUEEN_TEST_PG):
+# a private cluster in a temp dir, stopped by its pid when they end
+# (tests/pg.sh).
+PG_FS_TESTS = tests/fs-0040-pg-multi.sh tests/fs-0041-pg-crash.sh
 check-pg: all
-	tests/pg.sh prove $(PROVE_FLAGS) $(UNIT_BIN)
+	QUEENFS_BUILD=$(abspath $(O)) tests/pg.sh prove $(PROVE_FLAGS) \
+	    $(UNIT_BIN) $(PG_FS_TESTS)
 
 asan: deps
 	$(MAKE) O=build/asan OPT="-O1 -g -fno-omit-frame-pointer" \
@@ -144,13 +149,17 @@ ANALYZE_LOG = $(patsubst %.c,$(O)/analyze/%.log,$(CORE_SRC) $(FS_SRC) fs/main.c)
 #     handle_put
 #   node.c node_move: becomes n->name (s is then NULL), freed by node_free
 #   pending.c note_set: becomes n->error, freed by note_free/note_take
+#   ops_file.c open_run, ops_api.c api_reply: h->text = strdup(..), freed
+#     by handle_put
 FANALYZER_SUPPRESS = \
 	fs/msg.c:dlq_cb:-Wanalyzer-malloc-leak \
 	fs/msg.c:copy_payload:-Wanalyzer-malloc-leak \
 	fs/ops_dir.c:add:-Wanalyzer-malloc-leak \
 	fs/ops_dir.c:add_txid:-Wanalyzer-malloc-leak \
 	fs/node.c:node_move:-Wanalyzer-malloc-leak \
-	fs/pending.c:note_set:-Wanalyzer-malloc-leak
+	fs/pending.c:note_set:-Wanalyzer-malloc-leak \
+	fs/ops_file.c:open_run:-Wanalyzer-malloc-leak \
+	fs/ops_api.c:api_reply:-Wanalyzer-malloc-leak
 
 $(O)/analyze/%.log: %.c
 	@mkdir -p $(dir $@)

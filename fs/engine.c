@@ -5,11 +5,20 @@
  * It also keeps the readers of `next` that wait (no worker is held), the
  * poll handles of open `next` files, and a one-second maintenance tick.
  * Knows nothing of what a job does: that is in the ops files.
+ *
+ * On a store shared by several mounts (PostgreSQL), pushes committed by
+ * other daemons are announced on queen_event_fd: then the thread sleeps
+ * in poll() on that descriptor and on an eventfd the submitters kick,
+ * instead of on the condition variable, and each announcement wakes the
+ * waiters and poll handles of its queue like a push through this mount.
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "fs.h"
 
@@ -20,6 +29,9 @@ static struct {
 	pthread_cond_t cv;
 	struct job *head, **tail;
 	bool stop;
+	/* an event channel: the engine sleeps in poll(), kicked by kickfd */
+	bool sleeping, kicked;
+	int kickfd;
 	pthread_t th;
 	struct queen *q;
 	/* below: engine thread only */
@@ -27,8 +39,12 @@ static struct {
 	struct handle *polls;
 	uint64_t next_waiter_id;
 	int64_t last_tick, poll_due_min;
+	int evfd;               /* the store's, as last asked; -1: none now */
+	int64_t ev_retry;       /* when to ask again after an error */
+	bool ev_logged;
+	uint64_t ev_failures;   /* commit_failures when last asked */
 	struct engine_counters c;
-} E = { .mu = PTHREAD_MUTEX_INITIALIZER };
+} E = { .mu = PTHREAD_MUTEX_INITIALIZER, .kickfd = -1, .evfd = -1 };
 
 struct ijob {
 	struct job j;
@@ -43,6 +59,20 @@ job_free(struct job *j)
 	free(j);
 }
 
+/* With E.mu held: the engine may sleep in poll() rather than on E.cv. */
+static void
+kick_locked(void)
+{
+	uint64_t one = 1;
+
+	if (E.sleeping && !E.kicked) {
+		E.kicked = true;
+		if (write(E.kickfd, &one, sizeof(one)) < 0) {
+			/* the counter is full, so it is readable anyway */
+		}
+	}
+}
+
 void
 engine_submit(struct job *j)
 {
@@ -51,6 +81,7 @@ engine_submit(struct job *j)
 	*E.tail = j;
 	E.tail = &j->next;
 	pthread_cond_signal(&E.cv);
+	kick_locked();
 	pthread_mutex_unlock(&E.mu);
 }
 
@@ -163,9 +194,10 @@ run_batch(struct job *list)
 		    (unsigned long long)n, queen_errmsg(q));
 		queen_batch_rollback(q);
 		E.c.commit_failures++;
+		/* a full disk is worth saying: the writer may free space */
 		for (j = list; j; j = j->next)
 			if (j->write && j->rc == 0)
-				j->rc = -EIO;
+				j->rc = crc == -ENOSPC ? -ENOSPC : -EIO;
 	}
 	E.c.commits++;
 	E.c.commit_jobs += n;
@@ -256,21 +288,132 @@ next_wake(void)
 	return t;
 }
 
+/* ---- pushes announced by other mounts on the same store ---- */
+
+static int
+event_cb(void *arg, const char *queue)
+{
+	(void)arg;
+	notify_queue(queue);
+	return 0;
+}
+
+static void
+event_lost(int rc, int64_t now)
+{
+	if (!E.ev_logged)
+		fs_log("wake-ups from other mounts: %s (%s); retrying",
+		    queen_errmsg(E.q), strerror(-rc));
+	E.ev_logged = true;
+	E.evfd = -1;
+	E.ev_retry = now + TICK_MS;
+}
+
+/*
+ * The descriptor to poll, asked again every time (cheap: it can change
+ * when the store reconnects), after draining what the store has read off
+ * it already.  When it changed, or a commit failed (perhaps a reconnect
+ * under the same number), announcements may have been lost in between:
+ * every waiter tries again once.
+ */
+static int
+event_fd(int64_t now)
+{
+	int fd, rc;
+
+	if (E.evfd < 0 && now < E.ev_retry)
+		return -1;
+	if ((fd = queen_event_fd(E.q)) < 0) {
+		event_lost(fd, now);
+		return -1;
+	}
+	/* a failed commit may have been a lost connection, re-made since
+	 * under the same descriptor number: retry the waiters too */
+	if (E.c.commit_failures != E.ev_failures) {
+		E.ev_failures = E.c.commit_failures;
+		notify_queue(NULL);
+	}
+	if (fd != E.evfd) {
+		if (E.ev_logged)
+			fs_log("wake-ups from other mounts: listening again");
+		E.ev_logged = false;
+		E.evfd = fd;
+		notify_queue(NULL);
+	}
+	if ((rc = queen_events(E.q, event_cb, NULL)) < 0) {
+		event_lost(rc, now);
+		return -1;
+	}
+	return fd;
+}
+
+/*
+ * Sleep until a job, an announcement or wake; with E.mu held, as the
+ * condition-variable wait, which it replaces when there is a channel.
+ */
+static void
+event_wait(int64_t wake)
+{
+	struct pollfd p[2];
+	int64_t now;
+	uint64_t n;
+	int fd, nfds = 1;
+
+	pthread_mutex_unlock(&E.mu);
+	now = fs_now();
+	fd = event_fd(now);
+	pthread_mutex_lock(&E.mu);
+	/* draining may have made waiters due: then no sleep at all */
+	if ((wake = next_wake()) <= now || E.head || E.stop)
+		return;
+	p[0] = (struct pollfd){ .fd = E.kickfd, .events = POLLIN };
+	if (fd >= 0)
+		p[nfds++] = (struct pollfd){ .fd = fd, .events = POLLIN };
+	if (fd < 0 && wake > E.ev_retry && E.ev_retry > now)
+		wake = E.ev_retry;
+	E.sleeping = true;
+	E.kicked = false;
+	pthread_mutex_unlock(&E.mu);
+	if (poll(p, (nfds_t)nfds, (int)(wake > now ? wake - now : 0)) > 0 &&
+	    nfds > 1 && (p[1].revents & (POLLERR | POLLHUP | POLLNVAL)))
+		E.evfd = -2;        /* ask again at once, and retry waiters */
+	pthread_mutex_lock(&E.mu);
+	E.sleeping = false;
+	if (E.kicked && read(E.kickfd, &n, sizeof(n)) < 0) {
+		/* EAGAIN: already drained */
+	}
+	E.kicked = false;
+}
+
 static void *
 engine_main(void *arg)
 {
+	int rc = queen_event_fd(E.q);
+
+	/* SQLite: -ENOTSUP, and the thread sleeps on E.cv alone */
+	if (rc != -ENOTSUP &&
+	    (E.kickfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)
+		fs_log("no eventfd (%s): no wake-ups from other mounts",
+		    strerror(errno));
+	else if (rc < 0 && rc != -ENOTSUP)
+		event_lost(rc, fs_now());
 	for (;;) {
 		struct job *list;
 		bool stop;
 		int64_t wake = next_wake(), now;
 
 		pthread_mutex_lock(&E.mu);
-		while (!E.head && !E.stop && (now = fs_now()) < wake) {
-			struct timespec ts = {
-				.tv_sec = wake / 1000,
-				.tv_nsec = (wake % 1000) * 1000000,
-			};
-			pthread_cond_timedwait(&E.cv, &E.mu, &ts);
+		if (E.kickfd >= 0) {
+			if (!E.head && !E.stop && fs_now() < wake)
+				event_wait(wake);
+		} else {
+			while (!E.head && !E.stop && (now = fs_now()) < wake) {
+				struct timespec ts = {
+					.tv_sec = wake / 1000,
+					.tv_nsec = (wake % 1000) * 1000000,
+				};
+				pthread_cond_timedwait(&E.cv, &E.mu, &ts);
+			}
 		}
 		list = E.head;
 		E.head = NULL;
@@ -298,6 +441,9 @@ engine_main(void *arg)
 	}
 	while (E.polls)
 		engine_poll_drop(E.polls);
+	if (E.kickfd >= 0)
+		close(E.kickfd);
+	E.kickfd = -1;
 	return NULL;
 }
 
@@ -322,6 +468,7 @@ engine_stop(void)
 	pthread_mutex_lock(&E.mu);
 	E.stop = true;
 	pthread_cond_signal(&E.cv);
+	kick_locked();
 	pthread_mutex_unlock(&E.mu);
 	pthread_join(E.th, NULL);
 	queen_close(E.q);

@@ -96,7 +96,9 @@ struct pending {
 
 struct node {
 	fuse_ino_t ino;
-	enum kind kind;
+	/* K_MSG, K_KV_KEY, K_TIMER become K_PENDING when opened for write
+	 * (under fs_lock); read anywhere without it, hence atomic */
+	_Atomic(enum kind) kind;
 	const char *status;     /* K_SINK, K_DLQ: the ack status it means */
 	uint64_t nlookup;
 	unsigned nchild, nopen;
@@ -216,6 +218,7 @@ bool node_is_reserved(const char *name);
 bool node_dynamic(enum kind k);
 void node_attr(struct node *n, struct stat *st);
 struct node *node_owner_of(struct node *n);
+void node_inval_heirs(struct node *o);
 bool node_staging_name(const char *name);
 
 /* inval.c */

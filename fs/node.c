@@ -443,6 +443,40 @@ node_owner_of(struct node *n)
 	return NULL;
 }
 
+/*
+ * After a chmod or chown of o: the kernel caches the attributes of what
+ * lies below o for a second, and with default_permissions it checks
+ * access against them; make it ask again for every node that takes its
+ * owner from o.  Notices go out with fs_lock dropped (the kernel may send
+ * a FORGET back while we wait).
+ */
+void
+node_inval_heirs(struct node *o)
+{
+	fuse_ino_t *inos = NULL, *ni;
+	size_t n = 0, cap = 0;
+
+	pthread_mutex_lock(&fs_lock);
+	for (unsigned b = 0; b < NBUCKET; b++) {
+		for (struct node *x = by_ino[b]; x; x = x->ino_next) {
+			if (x == o || node_owner_of(x) != o)
+				continue;
+			if (n == cap) {
+				cap = cap ? cap * 2 : 64;
+				if (!(ni = realloc(inos, cap * sizeof(*inos))))
+					goto out;
+				inos = ni;
+			}
+			inos[n++] = x->ino;
+		}
+	}
+out:
+	pthread_mutex_unlock(&fs_lock);
+	for (size_t i = 0; i < n; i++)
+		fuse_lowlevel_notify_inval_inode(fs.se, inos[i], -1, 0);
+	free(inos);
+}
+
 static mode_t
 file_mask(enum kind k)
 {

@@ -230,12 +230,16 @@ resolve(struct queen *q, struct lookup_job *lj, struct found *f)
 	}
 	/* A file: ask for its facts through a stand-in node. */
 	{
-		struct node tmp = *p;
+		struct node tmp;
 		static const enum kind file_kind[] = {
 			[K_LEASE] = K_LEASE_MSG, [K_DLQ_PART] = K_DLQ_MSG,
 			[K_QUEUE] = K_MSG, [K_PART] = K_MSG,
 			[K_TIMERS] = K_TIMER, [K_KV_NS] = K_KV_KEY,
 		};
+		/* the hash links in *p change under fs_lock as siblings go */
+		pthread_mutex_lock(&fs_lock);
+		tmp = *p;
+		pthread_mutex_unlock(&fs_lock);
 		tmp.kind = file_kind[p->kind];
 		tmp.name = (char *)name;
 		rc = msg_info(q, &tmp, false, &mi);
@@ -307,6 +311,7 @@ lookup_pending(fuse_req_t req, struct node *p, const char *name)
 	enum pend_what w;
 	struct pending *pe;
 	struct node *n;
+	bool untouched;
 
 	switch (p->kind) {
 	case K_QUEUE:
@@ -326,7 +331,10 @@ lookup_pending(fuse_req_t req, struct node *p, const char *name)
 	    fs_now());
 	if (!pe)
 		return false;
-	if (!pe->dirty && !pe->pushed && name[0] != '.') {
+	pthread_mutex_lock(&fs_lock);  /* a flush may be changing them */
+	untouched = !pe->dirty && !pe->pushed && name[0] != '.';
+	pthread_mutex_unlock(&fs_lock);
+	if (untouched) {
 		/* opened for write but unchanged (touch): the store answers */
 		pend_put(pe);
 		return false;

@@ -239,8 +239,11 @@ setattr_run(struct job *j, struct queen *q)
 			j->rc = queen_timer_schedule(q, n->queue, n->name,
 			    ti->partition, aj->mtime, ti->payload, ti->len);
 		free(ti);
-		if (j->rc == 0)
+		if (j->rc == 0) {
+			pthread_mutex_lock(&fs_lock);  /* node_attr reads it */
 			n->mtime = aj->mtime;
+			pthread_mutex_unlock(&fs_lock);
+		}
 		break;
 	default:
 		break;
@@ -265,6 +268,9 @@ attr_reply(struct job *j)
 {
 	struct admin_job *aj = (struct admin_job *)j;
 
+	/* before the reply: once chmod returns, what lies below follows */
+	if (j->rc == 0 && aj->keep_own)
+		node_inval_heirs(aj->n);
 	if (j->rc == 0)
 		reply_attr(j->req, aj->n);
 	else
@@ -277,9 +283,12 @@ owner_change(fuse_req_t req, struct node *n, struct stat *attr, int to_set,
     struct queen_owner *own)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-	struct node *o = node_owner_of(n);
+	struct node *o;
 
+	pthread_mutex_lock(&fs_lock);
+	o = node_owner_of(n);
 	*own = o ? o->own : (struct queen_owner){ fs.uid, fs.gid, 0755 };
+	pthread_mutex_unlock(&fs_lock);
 	if (ctx->uid != 0 && ctx->uid != own->uid)
 		return -EPERM;
 	if ((to_set & FUSE_SET_ATTR_UID) && attr->st_uid != own->uid &&
@@ -305,29 +314,37 @@ op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 	int time_bits = FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW |
 	    FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_ATIME_NOW;
 	bool retime = false;
+	struct pending *pe;
 	int rc;
 
 	if (!n) {
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
-	if ((to_set & FUSE_SET_ATTR_SIZE) && n->pend) {
-		if ((rc = pend_truncate(n->pend, attr->st_size, fs_now())) < 0) {
+	/* a lookup may swap n->pend (and free the old one) meanwhile */
+	pthread_mutex_lock(&fs_lock);
+	if ((pe = n->pend) != NULL)
+		pe->refs++;
+	pthread_mutex_unlock(&fs_lock);
+	if ((to_set & FUSE_SET_ATTR_SIZE) && pe) {
+		if ((rc = pend_truncate(pe, attr->st_size, fs_now())) < 0) {
+			pend_put(pe);
 			fuse_reply_err(req, -rc);
 			return;
 		}
 	}
-	if (n->kind == K_PENDING && n->pend->what == PW_TIMER &&
+	pthread_mutex_lock(&fs_lock);
+	if (n->kind == K_PENDING && pe && pe->what == PW_TIMER &&
 	    (to_set & time_bits)) {
 		/* Written in this open: the time goes with the coming push. */
-		pthread_mutex_lock(&fs_lock);
-		n->pend->due_at = (to_set & FUSE_SET_ATTR_MTIME) &&
+		pe->due_at = (to_set & FUSE_SET_ATTR_MTIME) &&
 		    !(to_set & FUSE_SET_ATTR_MTIME_NOW) ?
 		    (int64_t)attr->st_mtim.tv_sec * 1000 +
 		    attr->st_mtim.tv_nsec / 1000000 : fs_now();
-		retime = !n->pend->dirty;
-		pthread_mutex_unlock(&fs_lock);
+		retime = !pe->dirty;
 	}
+	pthread_mutex_unlock(&fs_lock);
+	pend_put(pe);
 	aj = NULL;
 	if ((n->kind == K_QUEUE || n->kind == K_GROUP || n->kind == K_KV_NS) &&
 	    (to_set & own_bits)) {

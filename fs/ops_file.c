@@ -83,22 +83,24 @@ open_pending(struct node *n, struct handle *h, int flags)
 	    n->kind == K_TIMER ? PW_TIMER : PW_PUSH;
 	struct pending *pe;
 
+	pthread_mutex_lock(&fs_lock);
 	if (n->kind == K_PENDING) {
+		/* read under the lock: a lookup may swap (and free) n->pend */
 		pe = n->pend;
-		pthread_mutex_lock(&fs_lock);
 		pe->refs++;
 		pe->excl = false;  /* it exists: this open is not the create */
 		pthread_mutex_unlock(&fs_lock);
 		if (flags & O_TRUNC)
 			pend_truncate(pe, 0, fs_now());
 	} else {
+		pthread_mutex_unlock(&fs_lock);
 		pe = pend_new(w, n->queue, w == PW_PUSH ? n->part : NULL,
 		    n->name, fs_now());
 		if (!pe)
 			return -ENOMEM;
+		pthread_mutex_lock(&fs_lock);  /* pe is in the table already */
 		pe->dir = n->parent ? n->parent->ino : 0;
 		pe->dirty = (flags & O_TRUNC) != 0;
-		pthread_mutex_lock(&fs_lock);
 		pe->refs++;
 		pend_put(n->pend);
 		n->pend = pe;
@@ -155,8 +157,8 @@ op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 			rc = open_pending(n, h, fi->flags);
 		if (n->kind == K_PENDING) {
 			if (!h->pend) {
-				h->pend = n->pend;
 				pthread_mutex_lock(&fs_lock);
+				h->pend = n->pend;
 				h->pend->refs++;
 				pthread_mutex_unlock(&fs_lock);
 			}
@@ -268,8 +270,8 @@ op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	h->pend = n->pend;
 	pthread_mutex_lock(&fs_lock);
+	h->pend = n->pend;
 	h->pend->refs++;
 	pthread_mutex_unlock(&fs_lock);
 	h->writable = true;

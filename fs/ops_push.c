@@ -36,14 +36,20 @@ push_pending(struct queen *q, struct pending *p, const char *txid,
 	struct queen_push_item it;
 	struct queen_push_result res;
 	char tx[QUEEN_TXID_MAX + 1];
+	int64_t ttl_ms, due_at;
 	int rc;
 
+	/* setattr and setxattr set these from worker threads */
+	pthread_mutex_lock(&fs_lock);
+	ttl_ms = p->ttl_ms;
+	due_at = p->due_at;
+	pthread_mutex_unlock(&fs_lock);
 	switch (p->what) {
 	case PW_KV:
-		rc = queen_kv_put(q, p->queue, txid, buf, len, p->ttl_ms, excl);
+		rc = queen_kv_put(q, p->queue, txid, buf, len, ttl_ms, excl);
 		break;
 	case PW_TIMER:
-		rc = queen_timer_schedule(q, p->queue, txid, NULL, p->due_at,
+		rc = queen_timer_schedule(q, p->queue, txid, NULL, due_at,
 		    buf, len);
 		break;
 	default:

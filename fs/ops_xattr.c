@@ -230,7 +230,7 @@ op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 {
 	struct node *n = node_get(ino);
 	struct xattr_job *xj;
-	bool ttl = strcmp(name, X_PREFIX "ttl") == 0;
+	bool ttl = strcmp(name, X_PREFIX "ttl") == 0, kv_pend;
 	int64_t ms;
 	char *s;
 
@@ -248,7 +248,10 @@ op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		fuse_reply_err(req, 0);
 		return;
 	}
-	if (ttl && (n->kind == K_KV_KEY || (n->pend && n->pend->what == PW_KV))) {
+	pthread_mutex_lock(&fs_lock);  /* a lookup may swap n->pend */
+	kv_pend = n->pend && n->pend->what == PW_KV;
+	pthread_mutex_unlock(&fs_lock);
+	if (ttl && (n->kind == K_KV_KEY || kv_pend)) {
 		if (parse_ttl(value, size, &ms) < 0) {
 			fuse_reply_err(req, EINVAL);
 			return;

@@ -22,6 +22,7 @@ struct note {
 };
 
 static struct note *notes;
+static void note_free(struct note *n);
 
 int64_t
 fs_now(void)
@@ -339,8 +340,14 @@ note_set(const char *lease, const char *txid, const char *error, int64_t now)
 	if ((n = *pp) == NULL && (n = calloc(1, sizeof(*n))) != NULL) {
 		n->lease = strdup(lease);
 		n->txid = strdup(txid);
-		n->next = notes;
-		notes = n;
+		if (!n->lease || !n->txid) {
+			/* note_find compares both: never list a NULL */
+			note_free(n);
+			n = NULL;
+		} else {
+			n->next = notes;
+			notes = n;
+		}
 	}
 	if (n) {
 		free(n->error);
