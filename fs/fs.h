@@ -132,6 +132,7 @@ struct handle {
 	char *text;             /* generated text, payload, or popped lines */
 	size_t len;
 	bool loaded;            /* next: the pop happened */
+	bool popping;           /* next: a pop is on its way (fs_lock) */
 	bool nonblock;
 	struct dent *dents;     /* directory snapshot */
 	size_t ndents;

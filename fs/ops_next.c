@@ -115,13 +115,18 @@ pop_reply(struct job *j)
 	struct pop_job *pj = (struct pop_job *)j;
 	struct handle *h = pj->h;
 
+	pthread_mutex_lock(&fs_lock);
+	h->popping = false;
+	if (j->rc >= 0) {
+		h->text = pj->text;
+		h->len = pj->len;
+		h->loaded = true;
+	}
+	pthread_mutex_unlock(&fs_lock);
 	if (j->rc < 0) {
 		free(pj->text);
 		fuse_reply_err(j->req, -j->rc);
 	} else {
-		h->text = pj->text;
-		h->len = pj->len;
-		h->loaded = true;
 		reply_slice(j->req, h->text, h->len, pj->size, pj->off);
 	}
 	handle_put(h);
@@ -131,13 +136,29 @@ void
 next_read(fuse_req_t req, struct handle *h, size_t size, off_t off)
 {
 	struct pop_job *pj;
+	bool loaded, busy;
 
-	if (h->loaded) {
-		reply_slice(req, h->text, h->len, size, off);
+	pthread_mutex_lock(&fs_lock);
+	loaded = h->loaded;
+	busy = !loaded && h->popping;
+	if (!loaded && !busy)
+		h->popping = true;
+	pthread_mutex_unlock(&fs_lock);
+	if (loaded || busy) {
+		/* one descriptor, one pop.  The kernel already serializes
+		 * reads of one open file (f_pos lock); this holds even if
+		 * it did not */
+		if (busy)
+			fuse_reply_err(req, EBUSY);
+		else
+			reply_slice(req, h->text, h->len, size, off);
 		handle_put(h);
 		return;
 	}
 	if (!(pj = job_new(sizeof(*pj), pop_run, pop_reply, req))) {
+		pthread_mutex_lock(&fs_lock);
+		h->popping = false;
+		pthread_mutex_unlock(&fs_lock);
 		fuse_reply_err(req, ENOMEM);
 		handle_put(h);
 		return;
