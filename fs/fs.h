@@ -223,6 +223,7 @@ void node_inval_heirs(struct node *o);
 bool node_staging_name(const char *name);
 
 /* inval.c */
+extern size_t fs_nodes;
 int inval_start(void);
 void inval_stop(void);
 void inval_later(fuse_ino_t dir, const char *name);

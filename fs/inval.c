@@ -4,6 +4,13 @@
  * and so its node, for as long as the kernel likes.  The notice is sent a
  * little later from a thread of its own: the kernel takes the directory's
  * lock for it, which a request in flight on that directory may hold.
+ *
+ * That wait is uninterruptible: were the daemon killed while this thread
+ * waits on a lock whose holder waits on the daemon, the process could not
+ * finish dying and its clients would hang instead of seeing ENOTCONN.  So
+ * names are only handed back once the mount holds more than INVAL_NODES
+ * nodes; below that the kernel keeps them (a pushed file's node costs a
+ * couple of hundred bytes once its buffer is gone), above it memory wins.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -14,6 +21,7 @@
 
 #define INVAL_DELAY_MS 1000
 #define INVAL_MAX 65536   /* past this, names are left to the kernel */
+#define INVAL_NODES 20000 /* below this many nodes, nothing is sent */
 
 struct inval {
 	struct inval *next;
@@ -115,8 +123,12 @@ inval_later(fuse_ino_t dir, const char *name)
 {
 	size_t len = strlen(name) + 1;
 	struct inval *v;
+	bool few;
 
-	if (!dir || !(v = malloc(sizeof(*v) + len)))
+	pthread_mutex_lock(&fs_lock);
+	few = fs_nodes < INVAL_NODES;
+	pthread_mutex_unlock(&fs_lock);
+	if (few || !dir || !(v = malloc(sizeof(*v) + len)))
 		return;
 	v->next = NULL;
 	v->dir = dir;

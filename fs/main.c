@@ -154,6 +154,11 @@ db_path(const char *given, char *out, size_t len)
 	char dir[PATH_MAX], real[PATH_MAX], *slash;
 	int rc;
 
+	/* a PostgreSQL URI goes to the engine as it is */
+	if (given && (!strncmp(given, "postgresql://", 13) ||
+	    !strncmp(given, "postgres://", 11)))
+		return snprintf(out, len, "%s", given) < (int)len ? 0 :
+		    -ENAMETOOLONG;
 	if (given)
 		snprintf(dir, sizeof(dir), "%s", given);
 	else if (xdg && *xdg)
@@ -284,8 +289,9 @@ main(int argc, char **argv)
 	fs.gid = getgid();
 	fs.started = fs_now();
 	fs.debug = o.debug;
-	if (snprintf(fsname, sizeof(fsname), "fsname=%s,subtype=queenfs", db) >=
-	    (int)sizeof(fsname))
+	/* /proc/mounts is world-readable: never show a URI (credentials) */
+	if (snprintf(fsname, sizeof(fsname), "fsname=%s,subtype=queenfs",
+	    strstr(db, "://") ? "postgresql" : db) >= (int)sizeof(fsname))
 		goto out_args;
 	if (fuse_opt_add_arg(&args, argv[0]) < 0 ||
 	    fuse_opt_add_arg(&args, "-o") < 0 ||

@@ -249,11 +249,15 @@ dup_or_null(const char *s)
 	return s ? strdup(s) : NULL;
 }
 
+/* Nodes alive now (fs_lock); inval.c asks the kernel to let go past a bound. */
+size_t fs_nodes;
+
 static void
 node_free(struct node *n)
 {
 	struct node **pp = &by_ino[hash_ino(n->ino)];
 
+	fs_nodes--;
 	unlink_name(n);
 	for (; *pp; pp = &(*pp)->ino_next) {
 		if (*pp == n) {
@@ -305,6 +309,7 @@ node_child(struct node *parent, const char *name, enum kind k)
 		return NULL;
 	}
 	n->ino = next_ino++;
+	fs_nodes++;
 	n->kind = k;
 	n->parent = parent;
 	n->nlookup = 1;

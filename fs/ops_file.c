@@ -89,6 +89,8 @@ open_pending(struct node *n, struct handle *h, int flags)
 		pe = n->pend;
 		pe->refs++;
 		pe->excl = false;  /* it exists: this open is not the create */
+		if (!pe->buf)
+			pe->len = 0;  /* published: a new write starts afresh */
 		pthread_mutex_unlock(&fs_lock);
 		if (flags & O_TRUNC)
 			pend_truncate(pe, 0, fs_now());
@@ -156,13 +158,15 @@ op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		if (wr)
 			rc = open_pending(n, h, fi->flags);
 		if (n->kind == K_PENDING) {
-			if (!h->pend) {
-				pthread_mutex_lock(&fs_lock);
+			pthread_mutex_lock(&fs_lock);
+			if (!h->pend && n->pend->buf) {
 				h->pend = n->pend;
 				h->pend->refs++;
-				pthread_mutex_unlock(&fs_lock);
 			}
-			rd = false;  /* read from the buffer */
+			/* read from the buffer, or from the store once the
+			 * published bytes were let go */
+			rd = !h->pend;
+			pthread_mutex_unlock(&fs_lock);
 		}
 		break;
 	default:

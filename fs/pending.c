@@ -160,6 +160,13 @@ pend_put(struct pending *p)
 	if (!p)
 		return;
 	pthread_mutex_lock(&fs_lock);
+	if (p->refs == 2 && p->pushed && !is_staging(p) && !in_table(p)) {
+		/* published, and only its node is left: the store has the
+		 * bytes now (reads go there), the size stays for stat */
+		free(p->buf);
+		p->buf = NULL;
+		p->cap = 0;
+	}
 	if (--p->refs == 0) {
 		bool listed = in_table(p);
 		if (!listed || !alive(p, fs_now())) {

@@ -14,7 +14,9 @@
 # Environment: QUEENFS_BUILD (the build dir holding queenfs; default the
 # repo's build/), QUEENFS_TEST_VERBOSE=1 (show every case's output),
 # QUEENFS_TEST_TIMEOUT (seconds a script may run before its watchdog ends
-# it; default 150).
+# it; default 150), QUEEN_TEST_PG (a libpq URI of a scratch PostgreSQL
+# database, exported by tests/pg.sh: see pg_uri, mount_queenfs_on and
+# mount_extra for several daemons on one store).
 
 TEST_DIRECTORY=$(cd "$(dirname "$0")" && pwd)
 : "${QUEENFS_BUILD:=$TEST_DIRECTORY/../build}"
@@ -125,6 +127,7 @@ test_run_ () {
 # The daemon must outlive every case; if it died, the case failed, and the
 # next case gets a fresh daemon on the same database.
 test_check_daemon_ () {
+	test_check_extras_ || return 1
 	test -z "$DAEMON_PID" && return 0
 	kill -0 "$DAEMON_PID" 2>/dev/null && return 0
 	diag "the daemon (pid $DAEMON_PID) died during this case; its log ends:"
@@ -165,6 +168,16 @@ test_expect_success () {
 }
 
 test_done () {
+	for n_ in $EXTRA_MOUNTS; do
+		extra_pid_ "$n_"
+		test -n "$ep_" || continue
+		if stop_extra_ "$n_" >"$TRASH/stop.out" 2>&1; then
+			test_ok_ "daemon $n_ exits 0 at unmount, no sanitizer report"
+		else
+			test_failure_ "daemon $n_ exits 0 at unmount, no sanitizer report" \
+				"$(cat "$TRASH/stop.out")"
+		fi
+	done
 	if test -n "$DAEMON_PID"; then
 		if stop_daemon_ >"$TRASH/stop.out" 2>&1; then
 			test_ok_ "the daemon exits 0 at unmount, no sanitizer report"
@@ -429,7 +442,7 @@ mount_queenfs () {
 	}
 	TRASH=$(mktemp -d "${TMPDIR:-/tmp}/queenfs-test.XXXXXX") || exit 1
 	MNT="$TRASH/mnt"
-	DB="$TRASH/queen.db"
+	DB="${MOUNT_DB_:-$TRASH/queen.db}"
 	DAEMON_LOG="$TRASH/daemon.log"
 	DAEMON_ARGS="$*"
 	mkdir "$MNT" || exit 1
@@ -459,6 +472,13 @@ start_watchdog_ () {
 		p_=$(cat "$TRASH/daemon.pid" 2>/dev/null)
 		test -n "$p_" && kill -KILL "$p_" 2>/dev/null
 		fusermount3 -uz "$MNT" 2>/dev/null
+		for f_ in "$TRASH"/.extra/*.pid; do
+			test -f "$f_" || continue
+			p_=$(cat "$f_" 2>/dev/null)
+			test -n "$p_" && kill -KILL "$p_" 2>/dev/null
+			n_=${f_##*/}
+			fusermount3 -uz "$TRASH/${n_%.pid}" 2>/dev/null
+		done
 		sleep 2
 		kill -TERM $$ 2>/dev/null
 	) &
@@ -493,6 +513,10 @@ cleanup_ () {
 		stop_daemon_ >/dev/null
 		is_mounted && fusermount3 -uz "$MNT" 2>/dev/null
 	fi
+	for n_ in $EXTRA_MOUNTS; do
+		stop_extra_ "$n_" >/dev/null
+		is_mounted_at "$TRASH/$n_" && fusermount3 -uz "$TRASH/$n_" 2>/dev/null
+	done
 	if test -n "$WATCHDOG_PID"; then
 		kill -TERM "$WATCHDOG_PID" 2>/dev/null
 		wait "$WATCHDOG_PID" 2>/dev/null
@@ -506,6 +530,199 @@ cleanup_ () {
 		fi
 	fi
 	return $cl_status_
+}
+
+# --- several daemons on one store (PostgreSQL) -----------------------------
+#
+# The main daemon ($MNT, $DAEMON_PID) stays as above; more daemons on the
+# same $DB each get a name, a mountpoint $TRASH/NAME and a log
+# $TRASH/NAME.log, and are stopped by pid at exit (and by the watchdog).
+# A file store is opened by one daemon at a time: these are for URIs.
+#
+#	test -n "$QUEEN_TEST_PG" || skip_all "no PostgreSQL (tests/pg.sh)"
+#	mount_queenfs_on "$(pg_uri t0040)"
+#	mount_extra b && echo hi >"$TRASH/b/queues/q/m"
+
+EXTRA_MOUNTS=
+
+# pg_uri SCHEMA: $QUEEN_TEST_PG with search_path set to SCHEMA (created by
+# the first daemon that opens it); SCHEMA: lower case letters, digits, _.
+pg_uri () {
+	case "$QUEEN_TEST_PG" in
+	*\?*) echo "$QUEEN_TEST_PG&options=-csearch_path%3D$1" ;;
+	*) echo "$QUEEN_TEST_PG?options=-csearch_path%3D$1" ;;
+	esac
+}
+
+# mount_queenfs_on DB [extra daemon args]: mount_queenfs on the store DB
+# (a path or a URI) instead of a fresh file in the temp dir.
+mount_queenfs_on () {
+	MOUNT_DB_=$1
+	shift
+	mount_queenfs "$@"
+}
+
+is_mounted_at () {
+	awk -v m="$1" '$2 == m { f = 1 } END { exit !f }' /proc/mounts
+}
+
+# extra_pid_ NAME: sets ep_ to the pid of daemon NAME ("" if not running)
+extra_pid_ () {
+	ep_=$(cat "$TRASH/.extra/$1.pid" 2>/dev/null)
+}
+
+# start_extra_ NAME: (re)start daemon NAME with the args it was given
+start_extra_ () {
+	se_args_=$(cat "$TRASH/.extra/$1.args")
+	"$QUEENFS" -f --db "$DB" $se_args_ "$TRASH/$1" \
+	    >>"$TRASH/$1.log" 2>&1 </dev/null 5>&- &
+	se_pid_=$!
+	echo "$se_pid_" >"$TRASH/.extra/$1.pid"
+	se_n_=100
+	while test $se_n_ -gt 0; do
+		if is_mounted_at "$TRASH/$1"; then
+			stat "$TRASH/$1/sys" >/dev/null 2>&1 && return 0
+		elif ! kill -0 "$se_pid_" 2>/dev/null; then
+			wait "$se_pid_" 2>/dev/null
+			echo "queenfs $1 exited before mounting (status $?); its log:"
+			tail -n 5 "$TRASH/$1.log"
+			: >"$TRASH/.extra/$1.pid"
+			return 1
+		fi
+		sleep 0.1
+		se_n_=$((se_n_ - 1))
+	done
+	echo "queenfs $1 did not mount $TRASH/$1 within 10 s"
+	return 1
+}
+
+# mount_extra NAME [extra daemon args]: another daemon on $DB, mounted on
+# $TRASH/NAME (after mount_queenfs_on).  Fails with a message.
+mount_extra () {
+	me_name_=$1
+	shift
+	case "$me_name_" in
+	''|*[!a-z0-9_]*) echo "mount_extra: bad name '$me_name_'"; return 1 ;;
+	esac
+	mkdir -p "$TRASH/.extra" "$TRASH/$me_name_" || return 1
+	printf '%s\n' "$*" >"$TRASH/.extra/$me_name_.args"
+	case " $EXTRA_MOUNTS " in
+	*" $me_name_ "*) ;;
+	*) EXTRA_MOUNTS="$EXTRA_MOUNTS $me_name_" ;;
+	esac
+	start_extra_ "$me_name_"
+}
+
+# stop_extra_ NAME: unmount, wait for the daemon to exit 0 (as stop_daemon_)
+stop_extra_ () {
+	st_rc_=0
+	if is_mounted_at "$TRASH/$1"; then
+		fusermount3 -u "$TRASH/$1" 2>/dev/null ||
+		    fusermount3 -uz "$TRASH/$1" 2>/dev/null ||
+			{ echo "could not unmount $TRASH/$1"; st_rc_=1; }
+	fi
+	extra_pid_ "$1"
+	if test -n "$ep_"; then
+		st_n_=100
+		while kill -0 "$ep_" 2>/dev/null && test $st_n_ -gt 0; do
+			sleep 0.1
+			st_n_=$((st_n_ - 1))
+		done
+		if kill -0 "$ep_" 2>/dev/null; then
+			echo "daemon $1 was still running 10 s after the unmount"
+			stop_pid "$ep_"
+			st_rc_=1
+		else
+			wait "$ep_"
+			st_st_=$?
+			if test $st_st_ != 0; then
+				echo "daemon $1 exited with status $st_st_ after the unmount"
+				st_rc_=1
+			fi
+		fi
+	fi
+	if grep -q -e "ERROR: AddressSanitizer" -e "ERROR: LeakSanitizer" \
+	    -e "runtime error:" "$TRASH/$1.log" 2>/dev/null; then
+		echo "sanitizer report in $TRASH/$1.log"
+		st_rc_=1
+	fi
+	: >"$TRASH/.extra/$1.pid"
+	return $st_rc_
+}
+
+# pid_exited_ PID: gone, or a zombie none of whose threads is left
+pid_exited_ () {
+	test -d "/proc/$1" || return 0
+	grep -q '^State:[[:space:]]*Z' "/proc/$1/status" 2>/dev/null &&
+	    test "$(ls "/proc/$1/task" 2>/dev/null | wc -l)" -le 1
+}
+
+# kill9_extra NAME: SIGKILL daemon NAME and reap it; its mount answers
+# ENOTCONN until remount_extra.  A killed daemon can fail to exit: a
+# thread of it blocked in the kernel (a name invalidation waiting for a
+# directory lock that a request to the dead daemon holds) keeps /dev/fuse
+# open, and its callers hang in D state.  After 5 s the connection is
+# aborted through fusectl, as an operator would, and the case fails.
+kill9_extra () {
+	extra_pid_ "$1"
+	test -n "$ep_" || return 1
+	k9_conn_=$(awk -v m="$TRASH/$1" '$5 == m { split($3, d, ":"); print d[2] }' \
+	    /proc/self/mountinfo)
+	kill -KILL "$ep_"
+	k9_n_=50
+	while ! pid_exited_ "$ep_" && test $k9_n_ -gt 0; do
+		sleep 0.1
+		k9_n_=$((k9_n_ - 1))
+	done
+	k9_rc_=0
+	if test $k9_n_ = 0; then
+		echo "kill9_extra $1: pid $ep_ did not exit 5 s after SIGKILL:"
+		for t_ in /proc/$ep_/task/*; do
+			echo "  thread ${t_##*/}: $(cat "$t_/wchan" 2>/dev/null)"
+		done
+		if test -n "$k9_conn_" &&
+		    test -w "/sys/fs/fuse/connections/$k9_conn_/abort"; then
+			echo "  aborting FUSE connection $k9_conn_"
+			echo 1 >"/sys/fs/fuse/connections/$k9_conn_/abort"
+		else
+			echo "  cannot abort FUSE connection '$k9_conn_' (fusectl)"
+		fi
+		k9_rc_=1
+	fi
+	wait "$ep_" 2>/dev/null
+	: >"$TRASH/.extra/$1.pid"
+	return $k9_rc_
+}
+
+# remount_extra NAME: stop daemon NAME (cleanly if it runs; after a kill -9
+# the dead mount is dropped) and start it again on $DB.
+remount_extra () {
+	extra_pid_ "$1"
+	re_rc_=0
+	if test -n "$ep_"; then
+		stop_extra_ "$1" || re_rc_=1
+	fi
+	is_mounted_at "$TRASH/$1" && fusermount3 -uz "$TRASH/$1" 2>/dev/null
+	start_extra_ "$1" && return $re_rc_
+}
+
+# An extra daemon that died during a case (not by kill9_extra) fails it,
+# and is started again for the next case.
+test_check_extras_ () {
+	tce_rc_=0
+	for n_ in $EXTRA_MOUNTS; do
+		extra_pid_ "$n_"
+		test -z "$ep_" && continue
+		kill -0 "$ep_" 2>/dev/null && continue
+		diag "daemon $n_ (pid $ep_) died during this case; its log ends:"
+		tail -n 15 "$TRASH/$n_.log" 2>/dev/null | sed -e 's/^/#   /'
+		wait "$ep_" 2>/dev/null
+		: >"$TRASH/.extra/$n_.pid"
+		fusermount3 -uz "$TRASH/$n_" 2>/dev/null
+		start_extra_ "$n_" >/dev/null || diag "restart of $n_ failed"
+		tce_rc_=1
+	done
+	return $tce_rc_
 }
 
 # fd 5: the TAP stream, also while a case's output goes to case.out

@@ -7,6 +7,11 @@
 # targets are only printed.  Every mount, daemon and server started here is
 # stopped by its pid on exit, also after an error or Ctrl-C.  All traffic
 # goes to 127.0.0.1.
+# With BENCH_PG=1 (the default when a PostgreSQL server is installed) a
+# private cluster (initdb in a temp dir, unix socket only, fsync on, stopped
+# by its pid) adds queenfs-on-PostgreSQL figures: one daemon (push 1p/4p,
+# cycle 1+1), then 2 and 4 daemons on one database, each on its own mount,
+# loaded at once (total push/s and cycle/s).  BENCH_PG=0 leaves it out.
 
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -18,6 +23,16 @@ REPS=${BENCH_REPS:-3}
 BACKLOG=${BENCH_BACKLOG:-1000000}
 PARTS=${BENCH_PARTITIONS:-10000}
 export LC_ALL=C
+PG_BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+if test -z "$PG_BIN" && command -v pg_config >/dev/null 2>&1; then
+	PG_BIN=$(pg_config --bindir)
+fi
+if test -z "${BENCH_PG:-}"; then
+	BENCH_PG=0
+	test -n "$PG_BIN" && test -x "$PG_BIN/initdb" && BENCH_PG=1
+fi
+PGDIR=
+PGPID=
 
 TMP=$(mktemp -d /tmp/queenfs-bench.XXXXXX) || exit 1
 RES=$TMP/results
@@ -47,6 +62,17 @@ cleanup () {
 		done
 		kill -9 "$p" 2>/dev/null
 	done
+	if test -n "$PGPID"; then
+		# fast shutdown; every client (the daemons) is gone by now
+		kill -INT "$PGPID" 2>/dev/null
+		n=0
+		while kill -0 "$PGPID" 2>/dev/null && test $n -lt 100; do
+			sleep 0.1
+			n=$((n + 1))
+		done
+		kill -9 "$PGPID" 2>/dev/null
+	fi
+	test -n "$PGDIR" && rm -rf "$PGDIR"
 	if test -s "$ERR" && test -z "${BENCH_QUIET:-}"; then
 		say "--- load errors (first 20 lines of $ERR) ---"
 		head -n 20 "$ERR"
@@ -208,6 +234,68 @@ done
 mkdir "$NM/c" "$NM/y1" "$NM/y4" "$NM/o" || exit 1
 API=false
 test -e "$TMP/full.mnt/api/push" && API=true
+
+# --- PostgreSQL ---------------------------------------------------------------
+
+# pg_start: a private cluster as tests/pg.sh starts it, but with fsync on
+# (the figures stand beside SQLite's sync full); sets PGURI
+pg_start () {
+	PGDIR=$(mktemp -d /tmp/queenfs-bench-pg.XXXXXX) || return 1
+	if test "$(id -u)" = 0; then
+		chown postgres "$PGDIR" || return 1
+		asowner="runuser -u postgres --"
+	else
+		asowner=
+	fi
+	chmod 0700 "$PGDIR"
+	$asowner "$PG_BIN/initdb" -D "$PGDIR/data" -U postgres -A trust \
+	    -E UTF8 --locale=C >"$TMP/pg-initdb.log" 2>&1 || return 1
+	$asowner "$PG_BIN/pg_ctl" -D "$PGDIR/data" -l "$PGDIR/server.log" -w \
+	    -o "-k $PGDIR -c listen_addresses= -c max_connections=100" \
+	    start >/dev/null 2>&1 || { tail -n 5 "$PGDIR/server.log"; return 1; }
+	PGPID=$(head -n 1 "$PGDIR/data/postmaster.pid")
+	chmod 0755 "$PGDIR"
+	PGURI="postgresql:///postgres?host=$PGDIR&user=postgres"
+}
+
+# pg_db SCHEMA: the URI of SCHEMA in the cluster
+pg_db () {
+	echo "$PGURI&options=-csearch_path%3D$1"
+}
+
+PG=false
+PGQ=
+if test "$BENCH_PG" = 1; then
+	if pg_start; then
+		PG=true
+	else
+		say "bench: SKIP PostgreSQL (the private cluster did not start)"
+	fi
+else
+	say "bench: SKIP PostgreSQL (BENCH_PG=0, or no server: apt-get install postgresql)"
+fi
+# one daemon on its own schema, then four on one schema (pgm1..pgm4)
+if $PG; then
+	if mount_fs pg "$QFS" -f --db "$(pg_db one)" --sync full &&
+	    mkdir "$TMP/pg.mnt/queues/push1" "$TMP/pg.mnt/queues/push4" \
+	        "$TMP/pg.mnt/queues/qc11" "$TMP/pg.mnt/queues/wake"; then
+		PGQ=$TMP/pg.mnt/queues
+		for i in 1 2 3 4; do
+			mount_fs pgm$i "$QFS" -f --db "$(pg_db multi)" --sync full ||
+				{ PG=false; break; }
+		done
+		if $PG; then
+			for q in mpush2 mpush4 mcyc2 mcyc4; do
+				mkdir "$TMP/pgm1.mnt/queues/$q" || PG=false
+			done
+		fi
+		$PG || say "bench: SKIP PostgreSQL multi-mount (a daemon did not mount)"
+	else
+		say "bench: SKIP PostgreSQL (the daemon did not mount; see its log)"
+		tail -n 3 "$TMP/pg.log"
+		PG=false
+	fi
+fi
 $API || say "bench: the mount has no api/ files: api figures are n/a, prefill goes through the engine"
 
 # the two scale mounts: 10k partitions and a deep backlog, prefilled
@@ -260,6 +348,34 @@ fig () {
 	esac
 }
 
+# multi KEY N MODE QUEUE ARGS...: one load per mount pgm1..pgmN, all at
+# once on QUEUE of their shared database; the sum of their rates to $RES
+multi () {
+	key=$1 n=$2 mode=$3 q=$4
+	shift 4
+	mi=1 mpids=
+	while test $mi -le "$n"; do
+		timeout --foreground -k 2 $((${DUR%.*} + 30)) "$L" "$mode" \
+		    "$TMP/pgm$mi.mnt/queues/$q" "$@" -d "$DUR" \
+		    >"$TMP/multi.$mi" 2>>"$ERR" &
+		mpids="$mpids $!"
+		mi=$((mi + 1))
+	done
+	ok=true
+	for p in $mpids; do
+		wait "$p" || ok=false
+	done
+	v=$(cat "$TMP"/multi.* 2>/dev/null |
+	    awk '$1 ~ /^[0-9.]+$/ { s += $1; k++ } END { if (k) print s; else print "" }')
+	if $ok && test -n "$v" && test "$(cat "$TMP"/multi.* | wc -l)" -ge "$n"; then
+		say "$key $v" >>"$RES"
+	else
+		say "$key fail" >>"$RES"
+		say "  ($key failed)"
+	fi
+	rm -f "$TMP"/multi.*
+}
+
 rep () {
 	fig null.create1 "$L" create "$NM/c" -t 1 -d "$DUR"
 	fig f.push1 "$L" create "$FQ/push1" -t 1 -d "$DUR"
@@ -306,6 +422,17 @@ rep () {
 		fig dq.add /usr/bin/python3 "$S/dirqload.py" "$TMP/dirq" add "$DUR"
 		fig dq.cycle /usr/bin/python3 "$S/dirqload.py" "$TMP/dirq" cycle "$DUR"
 	fi
+	if test -n "$PGQ"; then
+		fig pg.push1 "$L" create "$PGQ/push1" -t 1 -d "$DUR"
+		fig pg.push4 "$L" create "$PGQ/push4" -t 4 -d "$DUR"
+		fig pg.qc11 "$L" qcycle "$PGQ/qc11" -p 1 -c 1 -d "$DUR"
+	fi
+	if $PG; then
+		for n in 2 4; do
+			multi pgm.push$n $n create mpush$n -t 1
+			multi pgm.cycle$n $n cycle mcyc$n -t 1 -P 8
+		done
+	fi
 }
 
 i=1
@@ -316,7 +443,9 @@ while test $i -le "$REPS"; do
 done
 
 say "bench: wake-up latency (300 samples each)"
-for m in normal full; do
+WAKE_MOUNTS="normal full"
+test -n "$PGQ" && WAKE_MOUNTS="$WAKE_MOUNTS pg"
+for m in $WAKE_MOUNTS; do
 	eval "q=\$TMP/$m.mnt/queues/wake"
 	out=$(timeout --foreground -k 2 60 "$L" wake "$q" -s 300 2>>"$ERR") || out=
 	set -- $out
@@ -331,7 +460,7 @@ hwm () {
 for m in full normal part deep; do
 	say "rss.$m $(hwm $m || echo fail)" >>"$RES"
 done
-for m in full normal part deep null; do
+for m in full normal part deep null pg pgm1 pgm2 pgm3 pgm4; do
 	unmount_fs $m
 done
 
@@ -477,6 +606,23 @@ R "cycle 1t, $PARTS partitions, normal" p.cycle1 "plain cycle 1t normal" n.cycle
 R "push 1p, $BACKLOG backlog, normal" d.push1 "plain push 1p normal" n.push1 "r>=0.8"
 R "cycle 1t, $BACKLOG backlog, normal" d.cycle1 "plain cycle 1t normal" n.cycle1 "r>=0.8"
 
+if test "$BENCH_PG" = 1; then
+	say ""
+	say "queenfs on PostgreSQL $("$PG_BIN/postgres" --version 2>/dev/null | awk '{ print $3 }') (private cluster on a unix socket, fsync on, --sync full = synchronous_commit on), beside SQLite sync full"
+	say ""
+	say "| figure | queenfs + PostgreSQL | reference | ratio | target | met? |"
+	say "|---|---|---|---|---|---|"
+	R "push, 1 producer, 1 daemon" pg.push1 "SQLite sync full" f.push1 ""
+	R "push, 4 producers, 1 daemon" pg.push4 "SQLite sync full" f.push4 ""
+	R "cycle 1+1, 1 daemon" pg.qc11 "SQLite sync full" f.qc11 ""
+	R "push, 2 daemons x 1 producer, one database (total)" pgm.push2 "1 daemon, 1 producer" pg.push1 ""
+	R "push, 4 daemons x 1 producer, one database (total)" pgm.push4 "1 daemon, 1 producer" pg.push1 ""
+	R "cycle, 2 daemons x 1 thread, one database (total)" pgm.cycle2 "1 daemon, cycle 1+1" pg.qc11 ""
+	R "cycle, 4 daemons x 1 thread, one database (total)" pgm.cycle4 "1 daemon, cycle 1+1" pg.qc11 ""
+	row "wake-up p50, PostgreSQL, 1 daemon" "$(m w.pg.p50)" "SQLite full" "$(m w.full.p50)" "" "us"
+	row "wake-up p99, PostgreSQL, 1 daemon" "$(m w.pg.p99)" "SQLite full" "$(m w.full.p99)" "" "us"
+fi
+
 say ""
 say "references (medians [min-max])"
 say ""
@@ -503,7 +649,7 @@ say "engine, no FUSE (tests/bench/engine.c, one run of ${DUR} s each):"
 sed 's/^/    /' "$TMP/engine.out"
 say ""
 say "daemon peak RSS in KiB: $(grep '^rss\.' "$RES" | tr '\n' ' ')"
-for m in full normal part deep; do
+for m in full normal part deep pg pgm1 pgm2 pgm3 pgm4; do
 	n=$(wc -l <"$TMP/$m.log" 2>/dev/null)
 	test "${n:-0}" -gt 0 &&
 		say "daemon $m logged $n line(s), last: $(tail -n 1 "$TMP/$m.log")"
