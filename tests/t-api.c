@@ -144,49 +144,6 @@ b64dec(const char *s, unsigned char *out, size_t max)
 }
 
 
-static int64_t
-kv_str(struct queen *q, const char *ns, const char *key, char *buf,
-    size_t len)
-{
-	struct queen_kv_value *v = NULL;
-	int64_t ver;
-	int rc;
-
-	buf[0] = '\0';
-	rc = queen_kv_get(q, ns, key, &v);
-	if (rc != 0)
-		return rc;
-	snprintf(buf, len, "%.*s", (int)v->len, (const char *)v->data);
-	ver = v->version;
-	free(v);
-	return ver;
-}
-
-static int
-msg_at(struct queen *q, const char *queue, const char *part, int64_t off,
-    char *buf, size_t len, char *txid, size_t tlen)
-{
-	struct queen_batch *b = NULL;
-	int rc;
-
-	buf[0] = '\0';
-	if (txid)
-		txid[0] = '\0';
-	rc = queen_msg_read(q, queue, part, off, 1, true, &b);
-	if (rc != 0)
-		return rc;
-	if (!b || b->n == 0 || b->msgs[0].offset != off) {
-		queen_batch_free(b);
-		return -ENOENT;
-	}
-	snprintf(buf, len, "%.*s", (int)b->msgs[0].len,
-	    (const char *)b->msgs[0].payload);
-	if (txid)
-		snprintf(txid, tlen, "%s", b->msgs[0].txid);
-	queen_batch_free(b);
-	return 0;
-}
-
 /* ---- fixtures for transactions ---- */
 
 struct env {

@@ -2,12 +2,16 @@
  * world.h - for the transaction tests (t-txn, t-api): a snapshot of
  * everything one step could write (messages in the source and output
  * queues, the cursor, KV, timers, the lease), and the check that a
- * refused step left all of it as it was.  The including file defines
+ * refused step left all of it as it was; and reading back a KV value or
+ * a message.  The including file defines
  * Q, G, OUT, NS and TQ first.
  */
 #ifndef WORLD_H
 #define WORLD_H
 
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "qtest.h"
@@ -122,6 +126,51 @@ nothing_written(struct queen *q, const struct world *b, const char *lease,
 		is_int(a.lease_exp, b->lease_exp, "%s: lease expiry unchanged",
 		    label);
 	}
+}
+
+/* The KV value as a string into buf ("" when absent); version or -errno. */
+static inline int64_t
+kv_str(struct queen *q, const char *ns, const char *key, char *buf,
+    size_t len)
+{
+	struct queen_kv_value *v = NULL;
+	int64_t ver;
+	int rc;
+
+	buf[0] = '\0';
+	rc = queen_kv_get(q, ns, key, &v);
+	if (rc != 0)
+		return rc;
+	snprintf(buf, len, "%.*s", (int)v->len, (const char *)v->data);
+	ver = v->version;
+	free(v);
+	return ver;
+}
+
+/* The payload of (queue, partition) at offset into buf; txid too. */
+static inline int
+msg_at(struct queen *q, const char *queue, const char *part, int64_t off,
+    char *buf, size_t len, char *txid, size_t tlen)
+{
+	struct queen_batch *b = NULL;
+	int rc;
+
+	buf[0] = '\0';
+	if (txid)
+		txid[0] = '\0';
+	rc = queen_msg_read(q, queue, part, off, 1, true, &b);
+	if (rc != 0)
+		return rc;
+	if (!b || b->n == 0 || b->msgs[0].offset != off) {
+		queen_batch_free(b);
+		return -ENOENT;
+	}
+	snprintf(buf, len, "%.*s", (int)b->msgs[0].len,
+	    (const char *)b->msgs[0].payload);
+	if (txid)
+		snprintf(txid, tlen, "%s", b->msgs[0].txid);
+	queen_batch_free(b);
+	return 0;
 }
 
 #endif
