@@ -14,44 +14,11 @@ EX="$TEST_DIRECTORY/../examples"
 DOC="$TEST_DIRECTORY/../docs/exactly-once.md"
 
 # $TRASH/qapi.py, imported by the Python of the cases (they run in $TRASH)
+cp "$TEST_DIRECTORY/qapi_base.py" "$TRASH/" &&
 cat >"$TRASH/qapi.py" <<\PYEOF
-import errno, json, os, re, time
-MNT = os.environ["MNT"]
-
-def call(ep, body, read=True):
-    """One api/ call: (the answer parsed, or None unread; close outcome)."""
-    fd = os.open(MNT + "/api/" + ep, os.O_RDWR)
-    data = body if isinstance(body, bytes) else json.dumps(body).encode()
-    while data:
-        data = data[os.write(fd, data):]
-    out = b""
-    while read:
-        b = os.read(fd, 65536)
-        if not b:
-            break
-        out += b
-    try:
-        os.close(fd)
-        c = "ok"
-    except OSError as e:
-        c = errno.errorcode[e.errno]
-    return (json.loads(out) if read else None), c
-
-def api(ep, body):
-    ans, c = call(ep, body)
-    eq("ok", c, "close() after reading the answer of api/" + ep)
-    return ans
-
+from qapi_base import *
 def txn(body):
     return api("transaction", body)
-
-def eq(want, got, what=""):
-    if want != got:
-        raise SystemExit("%s: want %r, got %r" % (what, want, got))
-
-def check(cond, what):
-    if not cond:
-        raise SystemExit("check failed: " + what)
 
 def mkqueue(q, config=""):
     os.mkdir(MNT + "/queues/" + q)
@@ -79,27 +46,6 @@ def ack(m, lease=True, **over):
         a["leaseId"] = m["leaseId"]
     a.update(over)
     return a
-
-def stats(q, group=None):
-    p = MNT + "/queues/" + q + ("/groups/" + group if group else "") + "/stats"
-    s = {}
-    for line in open(p):
-        m = re.match(r"partition (\S+): committed = (\d+)", line)
-        if m:
-            s["committed " + m.group(1)] = int(m.group(2))
-        elif " = " in line:
-            k, v = line.rstrip("\n").split(" = ", 1)
-            s[k] = v
-    return s
-
-def committed(q, part="default", group=None):
-    return stats(q, group).get("committed " + part, 0)
-
-def ls(path):
-    try:
-        return sorted(os.listdir(MNT + "/" + path))
-    except FileNotFoundError:
-        return None
 
 def content(path):
     try:
