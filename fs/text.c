@@ -28,6 +28,8 @@ static const char readme[] =
 "    groups/<g>/          a consumer group: config stats next seek leased/ ack/ ...\n"
 "    timers/<key>         payload pushed into the queue at the file's mtime\n"
 "  kv/<ns>/<key>          KV state: read = get, write + close = put, rm = delete\n"
+"  api/push pop ack transaction renew\n"
+"                         open read-write, write one JSON request, read the answer\n"
 "  sys/                   stats, metrics (Prometheus), version, health\n"
 "\n"
 "Examples\n"
