@@ -207,6 +207,12 @@ bench: deps
 deps:
 	@.ci/deps
 
+# /etc/fstab use (type fuse.queenfs) needs queenfs on mount's PATH.
+PREFIX ?= /usr/local
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(DAEMON) $(DESTDIR)$(PREFIX)/bin/queenfs
+
 clean:
 	rm -rf build
 
