@@ -8,6 +8,7 @@
 #define CORE_H
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -267,6 +268,10 @@ struct store_ops {
 	/* durable false: the next transactions need not reach the disk
 	 * before commit returns (outside a transaction; NULL: ignored) */
 	int (*set_durable)(struct store *st, bool durable);
+	/* make every commit so far durable; unlike the rest, may run on a
+	 * second thread while the store is in use (NULL: commits at the
+	 * durable level are durable by themselves) */
+	int (*sync)(struct store *st);
 };
 
 struct queen {
@@ -275,6 +280,13 @@ struct queen {
 	queen_clock_fn clock;
 	void *clock_arg;
 	int batch_depth;          /* >0: inside queen_batch_begin */
+	bool deferred;            /* the open batch commits without a sync */
+	bool can_defer;           /* sync level full and a store sync op */
+	uint64_t ticket;          /* the last deferred commit's, or 0 */
+	/* shared with the thread in queen_sync */
+	_Atomic uint64_t seq;     /* deferred commits made */
+	_Atomic uint64_t synced;  /* deferred commits known durable */
+	_Atomic int sync_err;     /* a failed sync's errno, negative */
 	bool failed;              /* a storage I/O error stops all writes */
 	char failmsg[256];
 	char err[512];

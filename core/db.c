@@ -5,11 +5,14 @@
  * live above the seam; nothing here decides what an ack means.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "db.h"
 
@@ -257,7 +260,10 @@ struct store {
 	sqlite3_stmt *st[ST__N];
 	int last_rc;
 	enum queen_sync sync;   /* as opened */
-	bool lazy;              /* synchronous is OFF for now */
+	bool lazy;              /* synchronous is NORMAL for now */
+	/* s_sync's own, on the thread that syncs */
+	char *wal_path;
+	int walfd;
 	char err[256];
 };
 
@@ -409,6 +415,9 @@ s_close(struct store *s)
 	for (i = 0; i < ST__N; i++)
 		sqlite3_finalize(s->st[i]);
 	sqlite3_close(s->db);
+	if (s->walfd >= 0)
+		close(s->walfd);
+	free(s->wal_path);
 	free(s);
 }
 
@@ -1599,20 +1608,69 @@ s_timer_due(struct store *s, int64_t now, int64_t *qid,
 }
 
 /*
- * WAL frames committed with synchronous OFF reach the disk with the next
- * synced commit; until then a crash may lose them (and only them).
+ * A lazy commit runs at synchronous NORMAL: in WAL mode that writes the
+ * frames without an fsync, while a checkpoint still syncs the log before
+ * it copies and the database after (OFF would skip those, and a power
+ * loss after a checkpoint could then tear the database).  The frames
+ * reach the disk with the next synced commit or s_sync; until then a
+ * crash may lose them, and only them.
  */
 static int
 s_set_durable(struct store *s, bool durable)
 {
-	bool lazy = !durable && s->sync != QUEEN_SYNC_OFF;
+	bool lazy = !durable && s->sync == QUEEN_SYNC_FULL;
 
 	if (lazy == s->lazy)
 		return 0;
-	if (sqlite3_exec(s->db, lazy ? sync_sql[QUEEN_SYNC_OFF] :
+	if (sqlite3_exec(s->db, lazy ? sync_sql[QUEEN_SYNC_NORMAL] :
 	    sync_sql[s->sync], NULL, NULL, NULL) != SQLITE_OK)
 		return fail(s, SQLITE_ERROR);
 	s->lazy = lazy;
+	return 0;
+}
+
+/*
+ * Make every commit so far durable: an fdatasync of the write-ahead log
+ * through a descriptor of our own, so that it may run on another thread
+ * while the connection goes on writing (an fsync covers the file, not the
+ * descriptor).  The log is created once and kept while the database is
+ * open in exclusive mode; a log that has gone (nlink 0) is opened again.
+ * The first time, the directory is synced too, as SQLite would for a new
+ * log.  The fault hook counts this as one fsync.
+ */
+static int
+s_sync(struct store *s)
+{
+	struct stat sb;
+	int dfd;
+
+	if (s->walfd >= 0 && fstat(s->walfd, &sb) == 0 && sb.st_nlink == 0) {
+		close(s->walfd);
+		s->walfd = -1;
+	}
+	if (s->walfd < 0) {
+		char *dir, *slash;
+
+		s->walfd = open(s->wal_path, O_RDWR | O_CLOEXEC);
+		if (s->walfd < 0)
+			return -errno;
+		if (!(dir = strdup(s->wal_path)))
+			return -ENOMEM;
+		slash = strrchr(dir, '/');
+		if (slash)
+			slash[slash == dir] = '\0';
+		dfd = open(slash ? dir : ".", O_RDONLY | O_DIRECTORY |
+		    O_CLOEXEC);
+		free(dir);
+		if (dfd >= 0) {
+			(void)fsync(dfd);
+			close(dfd);
+		}
+	}
+	if (fault_fsync_fails())
+		return -EIO;
+	if (fdatasync(s->walfd) != 0)
+		return -errno;
 	return 0;
 }
 
@@ -1682,6 +1740,7 @@ static const struct store_ops sqlite_ops = {
 	.timer_list = s_timer_list,
 	.timer_due = s_timer_due,
 	.set_durable = s_set_durable,
+	.sync = s_sync,
 };
 
 /* Pragmas, in one place. */
@@ -1728,6 +1787,7 @@ db_open(const struct queen_options *opt, struct store **out,
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
+	s->walfd = -1;
 	flags = opt->read_only ? SQLITE_OPEN_READONLY :
 	    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
 	flags |= SQLITE_OPEN_NOMUTEX;
@@ -1745,6 +1805,12 @@ db_open(const struct queen_options *opt, struct store **out,
 	}
 	if (!opt->read_only && (rc = schema_migrate(s->db, err, errlen)) != 0)
 		goto out_close;
+	s->wal_path = strdup(sqlite3_filename_wal(sqlite3_db_filename(s->db,
+	    "main")));
+	if (!s->wal_path) {
+		rc = -ENOMEM;
+		goto out_close;
+	}
 	*out = s;
 	*ops = &sqlite_ops;
 	return 0;

@@ -6,6 +6,7 @@
 #define DB_H
 
 #include <sqlite3.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "core.h"
@@ -14,5 +15,7 @@ int db_errno(int rc);
 int schema_migrate(sqlite3 *db, char *err, size_t errlen);
 /* fault.c: the test hook's VFS for a fault spec ("fsync:N", "write:N") */
 int fault_vfs(const char *spec, const char **name, char *err, size_t errlen);
+/* true when the hook says this fsync of the log (s_sync's own) must fail */
+bool fault_fsync_fails(void);
 
 #endif

@@ -50,6 +50,12 @@ spend(int k)
 	return atomic_fetch_sub(&left, 1) <= 0;
 }
 
+bool
+fault_fsync_fails(void)
+{
+	return spend(FAULT_SYNC);
+}
+
 static int
 f_close(sqlite3_file *f)
 {

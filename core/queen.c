@@ -46,6 +46,7 @@ queen_open(const struct queen_options *opt, struct queen **out)
 		free(q);
 		return rc;
 	}
+	q->can_defer = q->ops->sync && opt->sync == QUEEN_SYNC_FULL;
 	*out = q;
 	return 0;
 }
@@ -80,10 +81,25 @@ queen_set_clock(struct queen *q, queen_clock_fn fn, void *arg)
 	q->clock_arg = fn ? arg : NULL;
 }
 
+/* A sync that failed on the other thread stops writes here too. */
+static bool
+failed_now(struct queen *q)
+{
+	int e;
+
+	if (!q->failed && (e = atomic_load(&q->sync_err)) != 0) {
+		q->failed = true;
+		snprintf(q->failmsg, sizeof(q->failmsg),
+		    "storage I/O error, writes stopped: "
+		    "fsync of the log failed: %s", strerror(-e));
+	}
+	return q->failed;
+}
+
 bool
 queen_failed(struct queen *q, char *buf, size_t len)
 {
-	if (q->failed && buf && len)
+	if (failed_now(q) && buf && len)
 		snprintf(buf, len, "%s", q->failmsg);
 	return q->failed;
 }
@@ -172,7 +188,7 @@ tx_begin(struct queen *q)
 {
 	int rc;
 
-	if (q->failed)
+	if (failed_now(q))
 		return queen_err(q, -EIO, "%s", q->failmsg);
 	if (q->batch_depth == 0 && q->ops->set_durable &&
 	    (rc = q->ops->set_durable(q->st, true)) != 0)
@@ -223,34 +239,43 @@ tx_end(struct queen *q, int rc)
 }
 
 static int
-batch_begin(struct queen *q, bool durable)
+batch_begin(struct queen *q, bool durable, bool deferred)
 {
 	int rc;
 
 	if (q->batch_depth > 0)
 		return queen_err(q, -EBUSY, "a batch is already open");
-	if (q->failed)
+	if (failed_now(q))
 		return queen_err(q, -EIO, "%s", q->failmsg);
+	/* deferred: committed like a lazy batch, made durable by a sync */
+	deferred = deferred && q->can_defer;
 	if (q->ops->set_durable &&
-	    (rc = q->ops->set_durable(q->st, durable)) != 0)
+	    (rc = q->ops->set_durable(q->st, durable && !deferred)) != 0)
 		return storage_error(q, rc);
 	rc = q->ops->begin(q->st);
 	if (rc != 0)
 		return storage_error(q, rc);
 	q->batch_depth = 1;
+	q->deferred = deferred;
 	return 0;
 }
 
 int
 queen_batch_begin(struct queen *q)
 {
-	return batch_begin(q, true);
+	return batch_begin(q, true, false);
 }
 
 int
 queen_batch_begin_lazy(struct queen *q)
 {
-	return batch_begin(q, false);
+	return batch_begin(q, false, false);
+}
+
+int
+queen_batch_begin_deferred(struct queen *q)
+{
+	return batch_begin(q, true, true);
 }
 
 int
@@ -261,11 +286,42 @@ queen_batch_commit(struct queen *q)
 	if (q->batch_depth == 0)
 		return queen_err(q, -EINVAL, "no batch is open");
 	q->batch_depth = 0;
+	q->ticket = 0;
 	rc = q->ops->commit(q->st);
 	if (rc != 0) {
 		q->ops->rollback(q->st);
 		return storage_error(q, rc);
 	}
+	/* counted after the commit: a sync that reads seq covers it */
+	if (q->deferred)
+		q->ticket = atomic_fetch_add(&q->seq, 1) + 1;
+	return 0;
+}
+
+uint64_t
+queen_sync_ticket(struct queen *q)
+{
+	return q->ticket;
+}
+
+int
+queen_sync(struct queen *q, uint64_t ticket)
+{
+	uint64_t upto;
+	int rc;
+
+	if (ticket == 0 || atomic_load(&q->synced) >= ticket)
+		return 0;
+	if ((rc = atomic_load(&q->sync_err)) != 0)
+		return rc;
+	upto = atomic_load(&q->seq);
+	if ((rc = q->ops->sync(q->st)) != 0) {
+		/* a failed fsync may have dropped pages: nothing is sure */
+		rc = rc == -ENOSPC ? rc : -EIO;
+		atomic_store(&q->sync_err, rc);
+		return rc;
+	}
+	atomic_store(&q->synced, upto);
 	return 0;
 }
 

@@ -107,8 +107,26 @@ int queen_batch_begin(struct queen *q);
  * again; any later durable commit makes it durable too.
  */
 int queen_batch_begin_lazy(struct queen *q);
+/*
+ * queen_batch_begin_deferred - a durable batch whose commit does not wait
+ * for the disk.  After queen_batch_commit, queen_sync_ticket names it, and
+ * it is durable once queen_sync of that ticket returns 0; meanwhile the
+ * next batch may run (group commit with early lock release).  Where commits
+ * are durable by themselves (PostgreSQL, sync levels below full) this is
+ * queen_batch_begin and the ticket is 0.
+ */
+int queen_batch_begin_deferred(struct queen *q);
 int queen_batch_commit(struct queen *q);
 void queen_batch_rollback(struct queen *q);
+/* the ticket of the last commit still to be synced; 0: nothing to wait for */
+uint64_t queen_sync_ticket(struct queen *q);
+/*
+ * queen_sync - return once every commit up to ticket is on the disk.  The
+ * one call that may run on a second thread while another uses q; one
+ * thread at a time may call it.  A failure is a failed fsync: -EIO, and
+ * from then on every write is refused and queen_failed says why.
+ */
+int queen_sync(struct queen *q, uint64_t ticket);
 
 /* ---- ownership, for the mount's permission checks ---- */
 

@@ -1,16 +1,26 @@
 /*
- * engine.c - the one thread that owns the struct queen.  FUSE handlers
- * submit jobs; this thread takes every pending job, runs them all inside
- * one queen_batch (group commit: one fsync for many closes), then replies.
- * It also keeps the readers of `next` that wait (no worker is held), the
- * poll handles of open `next` files, and a one-second maintenance tick.
- * Knows nothing of what a job does: that is in the ops files.
+ * engine.c - who runs the jobs, and when they are answered.  One thread at
+ * a time holds the struct queen (the token).  A FUSE handler submits a job;
+ * if nobody holds the token, the handler's own thread takes it and runs
+ * every pending job as one queen_batch (group commit), then whatever
+ * queued meanwhile, and gives it back: no hand-off to another thread when
+ * the mount is quiet, one batch for many closes when it is busy.  The
+ * engine thread takes the token for what nobody submits: readers of `next`
+ * that wait (no worker is held), poll handles, and a one-second tick.
+ *
+ * At sync level full a batch commits without waiting for the disk; the
+ * syncer thread then fsyncs the log once for everything committed so far
+ * and only then answers the writes (early lock release: the next batch
+ * runs while the disk works).  Pops and leases made while a sync is still
+ * due wait for it too, so nobody is handed a message that a crash could
+ * still take back.  Plain reads answer at once, as a filesystem shows
+ * written data before it is synced.
  *
  * On a store shared by several mounts (PostgreSQL), pushes committed by
- * other daemons are announced on queen_event_fd: then the thread sleeps
- * in poll() on that descriptor and on an eventfd the submitters kick,
- * instead of on the condition variable, and each announcement wakes the
- * waiters and poll handles of its queue like a push through this mount.
+ * other daemons are announced on queen_event_fd: then every job goes to
+ * the engine thread, which sleeps in poll() on that descriptor and on an
+ * eventfd the submitters kick, and each announcement wakes the waiters and
+ * poll handles of its queue like a push through this mount.
  */
 #include <errno.h>
 #include <poll.h>
@@ -26,15 +36,25 @@
 
 static struct {
 	pthread_mutex_t mu;
-	pthread_cond_t cv;
+	pthread_cond_t cv;      /* the engine thread: work, token, wake time */
 	struct job *head, **tail;
 	bool stop;
+	bool lead;              /* submitters may take the token themselves */
+	bool busy;              /* a thread holds the token */
+	bool want;              /* the engine thread waits for the token */
+	int64_t wake_at;        /* when the engine thread must run */
+	/* the syncer: writes answered once the log is on the disk */
+	pthread_t sync_th;
+	pthread_cond_t scv;
+	struct job *unsynced, **unsynced_tail;
+	uint64_t need, synced;  /* tickets: the highest due, the highest done */
+	bool sync_stop, sync_logged;
 	/* an event channel: the engine sleeps in poll(), kicked by kickfd */
 	bool sleeping, kicked;
 	int kickfd;
 	pthread_t th;
 	struct queen *q;
-	/* below: engine thread only */
+	/* below: the token holder's */
 	struct job *waiters;
 	struct handle *polls;
 	uint64_t next_waiter_id;
@@ -73,8 +93,42 @@ kick_locked(void)
 	}
 }
 
-void
-engine_submit(struct job *j)
+static void run_batch(struct job *list);
+static void tend_waiters(int64_t now);
+static int64_t next_wake(void);
+
+/*
+ * With E.mu and the token held: run what is queued, batch after batch,
+ * then give the token back, telling the engine thread if it waits for it
+ * or must now wake earlier (a reader parked with a deadline).
+ */
+static void
+drain_locked(void)
+{
+	int64_t w;
+
+	while (E.head) {
+		struct job *list = E.head;
+
+		E.head = NULL;
+		E.tail = &E.head;
+		pthread_mutex_unlock(&E.mu);
+		run_batch(list);
+		tend_waiters(fs_now());
+		pthread_mutex_lock(&E.mu);
+	}
+	w = next_wake();
+	if (w < E.wake_at || E.want) {
+		if (w < E.wake_at)
+			E.wake_at = w;
+		pthread_cond_signal(&E.cv);
+	}
+	E.busy = false;
+}
+
+/* Queue j for the engine thread (or the token holder); never runs it. */
+static void
+post(struct job *j)
 {
 	j->next = NULL;
 	pthread_mutex_lock(&E.mu);
@@ -82,6 +136,25 @@ engine_submit(struct job *j)
 	E.tail = &j->next;
 	pthread_cond_signal(&E.cv);
 	kick_locked();
+	pthread_mutex_unlock(&E.mu);
+}
+
+void
+engine_submit(struct job *j)
+{
+	if (!E.lead) {
+		post(j);
+		return;
+	}
+	j->next = NULL;
+	pthread_mutex_lock(&E.mu);
+	*E.tail = j;
+	E.tail = &j->next;
+	if (!E.busy && !E.stop) {
+		E.busy = true;
+		drain_locked();
+	}
+	/* else the holder takes it before it lets go */
 	pthread_mutex_unlock(&E.mu);
 }
 
@@ -121,7 +194,8 @@ interrupt_cb(fuse_req_t req, void *data)
 		return;
 	ij->j.run = interrupt_run;
 	ij->id = (uint64_t)(uintptr_t)data;
-	engine_submit(&ij->j);
+	/* never run here: libfuse holds the request's lock around us */
+	post(&ij->j);
 }
 
 static void
@@ -165,6 +239,68 @@ notify_queue(const char *queue)
 	}
 }
 
+/*
+ * A commit made without waiting for the disk: the syncer will sync up to
+ * ticket.  The writes in later (they may have seen what is not yet on the
+ * disk) are answered after that; NULL if nothing was due, and then the
+ * caller answers them.
+ */
+static struct job *
+hold_for_sync(uint64_t ticket, struct job *later, struct job **tail)
+{
+	pthread_mutex_lock(&E.mu);
+	if (ticket > E.need)
+		E.need = ticket;
+	if (E.need > E.synced) {
+		if (later) {
+			*E.unsynced_tail = later;
+			E.unsynced_tail = tail;
+			later = NULL;
+		}
+		pthread_cond_signal(&E.scv);
+	}
+	pthread_mutex_unlock(&E.mu);
+	return later;
+}
+
+static void *
+syncer_main(void *arg)
+{
+	struct job *list, *j, *nx;
+	uint64_t t;
+	int rc;
+
+	(void)arg;
+	pthread_mutex_lock(&E.mu);
+	for (;;) {
+		while (!E.sync_stop && E.need <= E.synced)
+			pthread_cond_wait(&E.scv, &E.mu);
+		if (E.need <= E.synced)
+			break;
+		t = E.need;
+		list = E.unsynced;
+		E.unsynced = NULL;
+		E.unsynced_tail = &E.unsynced;
+		pthread_mutex_unlock(&E.mu);
+		rc = queen_sync(E.q, t);
+		if (rc < 0 && !E.sync_logged) {
+			E.sync_logged = true;
+			fs_log("syncing the log failed (%s): writes stopped",
+			    strerror(-rc));
+		}
+		for (j = list; j; j = nx) {
+			nx = j->next;
+			if (rc < 0 && j->rc >= 0)
+				j->rc = rc == -ENOSPC ? -ENOSPC : -EIO;
+			finish(j);
+		}
+		pthread_mutex_lock(&E.mu);
+		E.synced = t;
+	}
+	pthread_mutex_unlock(&E.mu);
+	return NULL;
+}
+
 static void
 run_batch(struct job *list)
 {
@@ -172,13 +308,14 @@ run_batch(struct job *list)
 	char why[256];
 	bool failed = queen_failed(q, why, sizeof(why)), durable = false;
 	int brc, crc = 0;
-	uint64_t n = 0;
-	struct job *j, *nx;
+	uint64_t n = 0, ticket = 0;
+	struct job *j, *nx, *later = NULL, **lt = &later;
 
 	/* a batch of leases and reads alone need not wait for the disk */
 	for (j = list; j; j = j->next)
 		durable = durable || (j->write && !j->lazy);
-	brc = durable ? queen_batch_begin(q) : queen_batch_begin_lazy(q);
+	brc = durable ? queen_batch_begin_deferred(q) :
+	    queen_batch_begin_lazy(q);
 
 	for (j = list; j; j = j->next) {
 		n++;
@@ -198,6 +335,8 @@ run_batch(struct job *list)
 		for (j = list; j; j = j->next)
 			if (j->write && j->rc == 0)
 				j->rc = crc == -ENOSPC ? -ENOSPC : -EIO;
+	} else if (brc == 0) {
+		ticket = queen_sync_ticket(q);
 	}
 	E.c.commits++;
 	E.c.commit_jobs += n;
@@ -208,10 +347,19 @@ run_batch(struct job *list)
 			notify_queue(j->notify[0] ? j->notify : NULL);
 	for (j = list; j; j = nx) {
 		nx = j->next;
-		if (j->wait && crc == 0)
+		if (j->wait && crc == 0) {
 			park(j);
-		else
+		} else if (j->write) {
+			j->next = NULL;
+			*lt = j;
+			lt = &j->next;
+		} else {
 			finish(j);
+		}
+	}
+	for (j = hold_for_sync(ticket, later, lt); j; j = nx) {
+		nx = j->next;
+		finish(j);
 	}
 }
 
@@ -223,7 +371,8 @@ maintain(void)
 	bool more = true;
 	ssize_t rows = 0, r = 0;
 
-	if (queen_failed(q, why, sizeof(why)) || queen_batch_begin(q) < 0)
+	if (queen_failed(q, why, sizeof(why)) ||
+	    queen_batch_begin_deferred(q) < 0)
 		return;
 	for (int i = 0; i < 16 && more && r >= 0; i++)
 		if ((r = queen_maintain(q, &more)) > 0)
@@ -235,6 +384,9 @@ maintain(void)
 		queen_batch_rollback(q);
 		return;
 	}
+	/* nobody waits for this one: a crash before the sync loses a
+	 * timer's push and its removal together, and it fires later */
+	hold_for_sync(queen_sync_ticket(q), NULL, NULL);
 	if (rows > 0)
 		notify_queue(NULL);
 }
@@ -388,42 +540,47 @@ event_wait(int64_t wake)
 static void *
 engine_main(void *arg)
 {
-	int rc = queen_event_fd(E.q);
+	int64_t now;
 
-	/* SQLite: -ENOTSUP, and the thread sleeps on E.cv alone */
-	if (rc != -ENOTSUP &&
-	    (E.kickfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)
-		fs_log("no eventfd (%s): no wake-ups from other mounts",
-		    strerror(errno));
-	else if (rc < 0 && rc != -ENOTSUP)
-		event_lost(rc, fs_now());
+	(void)arg;
+	pthread_mutex_lock(&E.mu);
 	for (;;) {
 		struct job *list;
 		bool stop;
-		int64_t wake = next_wake(), now;
 
-		pthread_mutex_lock(&E.mu);
-		if (E.kickfd >= 0) {
-			if (!E.head && !E.stop && fs_now() < wake)
-				event_wait(wake);
-		} else {
-			while (!E.head && !E.stop && (now = fs_now()) < wake) {
+		for (;;) {
+			if (E.busy) {
+				E.want = true;
+				pthread_cond_wait(&E.cv, &E.mu);
+				continue;
+			}
+			if (E.head || E.stop || fs_now() >= E.wake_at)
+				break;
+			if (E.kickfd >= 0) {
+				event_wait(E.wake_at);
+				E.wake_at = next_wake();
+			} else {
 				struct timespec ts = {
-					.tv_sec = wake / 1000,
-					.tv_nsec = (wake % 1000) * 1000000,
+					.tv_sec = E.wake_at / 1000,
+					.tv_nsec = (E.wake_at % 1000) * 1000000,
 				};
 				pthread_cond_timedwait(&E.cv, &E.mu, &ts);
 			}
 		}
+		E.want = false;
+		E.busy = true;
 		list = E.head;
 		E.head = NULL;
 		E.tail = &E.head;
 		stop = E.stop;
 		pthread_mutex_unlock(&E.mu);
-		if (list)
+		if (list) {
 			run_batch(list);
-		else if (stop)
+		} else if (stop) {
+			pthread_mutex_lock(&E.mu);
+			E.busy = false;
 			break;
+		}
 		now = fs_now();
 		if (now - E.last_tick >= TICK_MS) {
 			E.last_tick = now;
@@ -432,7 +589,11 @@ engine_main(void *arg)
 			note_sweep(now);
 		}
 		tend_waiters(now);
+		pthread_mutex_lock(&E.mu);
+		E.wake_at = INT64_MAX;   /* drain_locked sets the next one */
+		drain_locked();
 	}
+	pthread_mutex_unlock(&E.mu);
 	while (E.waiters) {
 		struct job *w = E.waiters;
 		E.waiters = w->next;
@@ -441,9 +602,6 @@ engine_main(void *arg)
 	}
 	while (E.polls)
 		engine_poll_drop(E.polls);
-	if (E.kickfd >= 0)
-		close(E.kickfd);
-	E.kickfd = -1;
 	return NULL;
 }
 
@@ -451,15 +609,38 @@ int
 engine_start(struct queen *q)
 {
 	pthread_condattr_t ca;
+	int rc = queen_event_fd(q);
 
 	E.q = q;
 	E.tail = &E.head;
+	E.unsynced_tail = &E.unsynced;
 	E.last_tick = fs_now();
+	E.wake_at = E.last_tick + TICK_MS;
+	/* SQLite: -ENOTSUP.  Another store's announcements are read by the
+	 * engine thread alone, so there every job goes through it */
+	E.lead = rc == -ENOTSUP;
+	if (!E.lead &&
+	    (E.kickfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)
+		fs_log("no eventfd (%s): no wake-ups from other mounts",
+		    strerror(errno));
+	else if (rc < 0 && !E.lead)
+		event_lost(rc, fs_now());
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_REALTIME);
 	pthread_cond_init(&E.cv, &ca);
 	pthread_condattr_destroy(&ca);
-	return -pthread_create(&E.th, NULL, engine_main, NULL);
+	pthread_cond_init(&E.scv, NULL);
+	if ((rc = pthread_create(&E.sync_th, NULL, syncer_main, NULL)) != 0)
+		return -rc;
+	if ((rc = pthread_create(&E.th, NULL, engine_main, NULL)) != 0) {
+		pthread_mutex_lock(&E.mu);
+		E.sync_stop = true;
+		pthread_cond_signal(&E.scv);
+		pthread_mutex_unlock(&E.mu);
+		pthread_join(E.sync_th, NULL);
+		return -rc;
+	}
+	return 0;
 }
 
 void
@@ -471,6 +652,15 @@ engine_stop(void)
 	kick_locked();
 	pthread_mutex_unlock(&E.mu);
 	pthread_join(E.th, NULL);
+	/* the syncer answers what it still holds before it goes */
+	pthread_mutex_lock(&E.mu);
+	E.sync_stop = true;
+	pthread_cond_signal(&E.scv);
+	pthread_mutex_unlock(&E.mu);
+	pthread_join(E.sync_th, NULL);
+	if (E.kickfd >= 0)
+		close(E.kickfd);
+	E.kickfd = -1;
 	queen_close(E.q);
 	E.q = NULL;
 }

@@ -156,7 +156,7 @@ test_expect_success EIO 'pushes until one fails: EIO at close()' '
 
 test_expect_success EIO 'sys/health says failed, and why' '
 	cat "$MNT/sys/health" >health &&
-	grep -q "^failed: storage I/O error, writes stopped: disk I/O error$" health
+	grep -q "^failed: storage I/O error, writes stopped: fsync of the log failed: Input/output error$" health
 '
 
 test_expect_success EIO 'every later write fails with EIO' '

@@ -202,6 +202,49 @@ bad_spec(void)
 	fix_close(&f);
 }
 
+/*
+ * A deferred batch's own fsync (queen_sync) fails: -EIO, the handle says
+ * why, every later write is refused, and the database is sound.
+ */
+static void
+deferred(void)
+{
+	struct fix f;
+	struct queen *q;
+	char why[256] = "", ic[128];
+	uint64_t t;
+
+	/* one fsync goes through: SQLite syncs a new log's header itself */
+	diag("fault fsync:1 on queen_sync");
+	q = fix_open(&f, "fault-deferred");
+	ok(queen_queue_create(q, Q, NULL) == 0, "deferred: queue");
+	queen_close(q);
+	f.q = NULL;
+	is_int(open_fault(&f, "fsync:1", &q), 0, "deferred: open, armed");
+	if (!q) {
+		fix_close(&f);
+		return;
+	}
+	f.q = q;
+	is_int(queen_batch_begin_deferred(q), 0, "deferred: begin");
+	ok(push1(q, Q, "p", "d1", "d1") > 0, "deferred: a push");
+	is_int(queen_batch_commit(q), 0,
+	    "deferred: the commit itself does not sync");
+	t = queen_sync_ticket(q);
+	ok(t > 0, "deferred: a ticket");
+	is_int(queen_sync(q, t), -EIO, "deferred: the failed fsync is -EIO");
+	is_int(queen_sync(q, t), -EIO, "deferred: and stays so");
+	ok(queen_failed(q, why, sizeof(why)) &&
+	    strstr(why, "fsync of the log failed"), "deferred: why: %s", why);
+	is_int(push1(q, Q, "p", "d2", "d2"), -EIO, "deferred: a later push");
+	is_int(queen_batch_begin_deferred(q), -EIO, "deferred: a later batch");
+	queen_close(q);
+	f.q = NULL;
+	integrity(f.path, ic, sizeof(ic));
+	is_str(ic, "ok", "deferred: integrity_check after the failure");
+	fix_close(&f);
+}
+
 int
 main(void)
 {
@@ -214,6 +257,7 @@ main(void)
 	run("fsync:3");
 	run("write:0");
 	run("write:40");
+	deferred();
 	bad_spec();
 	return done_testing();
 }

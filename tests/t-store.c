@@ -6,8 +6,10 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -988,11 +990,116 @@ test_lazy_batch(void)
 	fix_close(&f);
 }
 
+struct sync_arg {
+	struct queen *q;
+	uint64_t ticket;
+	int rc;
+};
+
+static void *
+sync_thread(void *arg)
+{
+	struct sync_arg *a = arg;
+
+	a->rc = queen_sync(a->q, a->ticket);
+	return NULL;
+}
+
+static struct queen *
+open_sync(struct fix *f, enum queen_sync level)
+{
+	struct queen_options o = { 0 };
+	struct queen *q = NULL;
+
+	queen_close(f->q);
+	o.path = f->path;
+	o.sync = level;
+	if (queen_open(&o, &q) != 0) {
+		fprintf(stderr, "Bail out! cannot reopen %s\n", f->path);
+		exit(1);
+	}
+	f->q = q;
+	return q;
+}
+
+/*
+ * A deferred batch commits without waiting for the disk and names a
+ * ticket; queen_sync of it, on a second thread while the first goes on
+ * with the next batch, makes it durable.  Where a commit is durable by
+ * itself there is nothing to wait for: the ticket is 0.
+ */
+static void
+test_deferred_batch(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "store-deferred");
+	struct sync_arg a = { 0 };
+	pthread_t th;
+	uint64_t t1, t2;
+
+	if (fix_is_pg()) {
+		is_int(queen_batch_begin_deferred(q), 0, "deferred: begin");
+		ok(push1(q, Q, NULL, "d1", "x") > 0, "deferred: a push");
+		is_int(queen_batch_commit(q), 0, "deferred: commit");
+		ok(queen_sync_ticket(q) == 0, "deferred: PostgreSQL commits "
+		    "are durable by themselves (ticket 0)");
+		is_int(queen_sync(q, 0), 0, "deferred: sync of ticket 0");
+		fix_close(&f);
+		return;
+	}
+	q = open_sync(&f, QUEEN_SYNC_FULL);
+	is_int(queen_batch_begin_deferred(q), 0, "deferred: begin");
+	is_int(queen_batch_begin(q), -EBUSY, "deferred: no nested batch");
+	is_int(push1(q, Q, NULL, "d1", "x"), 1, "deferred: a push inside");
+	is_int(queen_batch_commit(q), 0, "deferred: commit");
+	t1 = queen_sync_ticket(q);
+	ok(t1 > 0, "deferred: the commit names a ticket (%llu)",
+	    (unsigned long long)t1);
+
+	a.q = q;
+	a.ticket = t1;
+	a.rc = 1;
+	if (pthread_create(&th, NULL, sync_thread, &a) != 0) {
+		fprintf(stderr, "Bail out! pthread_create\n");
+		exit(1);
+	}
+	is_int(queen_batch_begin_deferred(q), 0,
+	    "deferred: the next batch runs while another thread syncs");
+	is_int(push1(q, Q, NULL, "d2", "y"), 2, "deferred: a second push");
+	is_int(queen_batch_commit(q), 0, "deferred: second commit");
+	t2 = queen_sync_ticket(q);
+	ok(t2 > t1, "deferred: tickets grow (%llu > %llu)",
+	    (unsigned long long)t2, (unsigned long long)t1);
+	pthread_join(th, NULL);
+	is_int(a.rc, 0, "deferred: queen_sync on the second thread");
+	is_int(queen_sync(q, t2), 0, "deferred: sync of the second ticket");
+	is_int(queen_sync(q, t1), 0, "deferred: an older ticket is done");
+
+	is_int(queen_batch_begin_lazy(q), 0, "deferred: a lazy batch");
+	is_int(queen_batch_commit(q), 0, "deferred: lazy commit");
+	ok(queen_sync_ticket(q) == 0, "deferred: a lazy commit has no ticket");
+	is_int(queen_batch_begin(q), 0, "deferred: a durable batch");
+	is_int(push1(q, Q, NULL, "d3", "z"), 3, "deferred: a push in it");
+	is_int(queen_batch_commit(q), 0, "deferred: durable commit");
+	ok(queen_sync_ticket(q) == 0,
+	    "deferred: a durable commit synced itself (ticket 0)");
+
+	q = open_sync(&f, QUEEN_SYNC_NORMAL);
+	is_int(tail_of(q, Q, NULL), 3, "deferred: all three after a restart");
+	is_int(queen_batch_begin_deferred(q), 0, "deferred: begin at normal");
+	is_int(push1(q, Q, NULL, "d4", "w"), 4, "deferred: push at normal");
+	is_int(queen_batch_commit(q), 0, "deferred: commit at normal");
+	ok(queen_sync_ticket(q) == 0,
+	    "deferred: below full a commit is all there is (ticket 0)");
+	fix_close(&f);
+}
+
 int
 main(void)
 {
 	plan_lazy();
 	test_lazy_batch();
+	test_deferred_batch();
 	test_config();
 	test_persistence();
 	test_read_only();
