@@ -48,6 +48,11 @@ static struct {
 	pthread_cond_t scv;
 	struct job *unsynced, **unsynced_tail;
 	uint64_t need, synced;  /* tickets: the highest due, the highest done */
+	/* the ticket of the last commit that made messages available, per
+	 * queue (by hash: a collision only makes a pop wait longer), and
+	 * of the last that may have in any queue */
+	uint64_t qticket[256], anyticket;
+	int sync_rc;            /* a failed sync's, for all held after it */
 	bool sync_stop, sync_logged;
 	/* an event channel: the engine sleeps in poll(), kicked by kickfd */
 	bool sleeping, kicked;
@@ -239,55 +244,116 @@ notify_queue(const char *queue)
 	}
 }
 
+static unsigned
+qslot(const char *queue)
+{
+	unsigned h = 5381;
+
+	while (*queue)
+		h = h * 33 + (unsigned char)*queue++;
+	return h % 256;
+}
+
 /*
- * A commit made without waiting for the disk: the syncer will sync up to
- * ticket.  The writes in later (they may have seen what is not yet on the
- * disk) are answered after that; NULL if nothing was due, and then the
- * caller answers them.
+ * After a commit that did not wait for the disk (ticket; 0 if it did):
+ * the writes in later are answered once the log is synced up to their
+ * ticket, by the syncer.  A durable write needs its own commit's; a lazy
+ * one (a pop) needs the last commit that made messages available in the
+ * queue it read, since it may hand one of them out.  What needs nothing
+ * not yet synced is returned, for the caller to answer now.
  */
 static struct job *
-hold_for_sync(uint64_t ticket, struct job *later, struct job **tail)
+hold_for_sync(uint64_t ticket, struct job *later)
 {
+	struct job *now = NULL, **nt = &now, *j, *nx;
+	bool held = false;
+
 	pthread_mutex_lock(&E.mu);
 	if (ticket > E.need)
 		E.need = ticket;
-	if (E.need > E.synced) {
-		if (later) {
-			*E.unsynced_tail = later;
-			E.unsynced_tail = tail;
-			later = NULL;
-		}
-		pthread_cond_signal(&E.scv);
+	for (j = later; ticket && j; j = j->next) {
+		if (!j->notify || j->rc != 0)
+			continue;
+		if (j->notify[0])
+			E.qticket[qslot(j->notify)] = ticket;
+		else
+			E.anyticket = ticket;
 	}
+	for (j = later; j; j = nx) {
+		nx = j->next;
+		j->next = NULL;
+		if (!j->lazy)
+			j->ticket = ticket ? ticket : E.need;
+		else if (j->reads)
+			j->ticket = E.qticket[qslot(j->reads)] > E.anyticket ?
+			    E.qticket[qslot(j->reads)] : E.anyticket;
+		else
+			j->ticket = E.need;
+		if (j->ticket <= E.synced) {
+			*nt = j;
+			nt = &j->next;
+		} else {
+			*E.unsynced_tail = j;
+			E.unsynced_tail = &j->next;
+			held = true;
+		}
+	}
+	if (held || E.need > E.synced)
+		pthread_cond_signal(&E.scv);
 	pthread_mutex_unlock(&E.mu);
-	return later;
+	return now;
 }
 
+/*
+ * Sync up to the highest ticket due, then answer every held job that
+ * sync covers.  A job is held for a ticket no higher than E.need, so
+ * while any is held a sync is due, and none waits for ever.
+ */
 static void *
 syncer_main(void *arg)
 {
-	struct job *list, *j, *nx;
+	struct job *list, **lt, *j, *nx, **pp;
 	uint64_t t;
 	int rc;
 
 	(void)arg;
 	pthread_mutex_lock(&E.mu);
 	for (;;) {
-		while (!E.sync_stop && E.need <= E.synced)
+		while (!E.sync_stop && E.need <= E.synced && !E.unsynced)
 			pthread_cond_wait(&E.scv, &E.mu);
-		if (E.need <= E.synced)
-			break;
-		t = E.need;
-		list = E.unsynced;
-		E.unsynced = NULL;
-		E.unsynced_tail = &E.unsynced;
-		pthread_mutex_unlock(&E.mu);
-		rc = queen_sync(E.q, t);
-		if (rc < 0 && !E.sync_logged) {
-			E.sync_logged = true;
-			fs_log("syncing the log failed (%s): writes stopped",
-			    strerror(-rc));
+		if (E.need > E.synced) {
+			t = E.need;
+			pthread_mutex_unlock(&E.mu);
+			rc = queen_sync(E.q, t);
+			if (rc < 0 && !E.sync_logged) {
+				E.sync_logged = true;
+				fs_log("syncing the log failed (%s): writes "
+				    "stopped", strerror(-rc));
+			}
+			pthread_mutex_lock(&E.mu);
+			E.synced = t;
+			if (rc < 0)
+				E.sync_rc = rc;
 		}
+		/* take what the sync covers; the rest waits for the next */
+		list = NULL;
+		lt = &list;
+		for (pp = &E.unsynced; *pp;) {
+			j = *pp;
+			if (j->ticket <= E.synced) {
+				*pp = j->next;
+				j->next = NULL;
+				*lt = j;
+				lt = &j->next;
+			} else {
+				pp = &j->next;
+			}
+		}
+		E.unsynced_tail = pp;
+		rc = E.sync_rc;
+		if (!list && E.sync_stop && E.need <= E.synced)
+			break;
+		pthread_mutex_unlock(&E.mu);
 		for (j = list; j; j = nx) {
 			nx = j->next;
 			if (rc < 0 && j->rc >= 0)
@@ -295,7 +361,6 @@ syncer_main(void *arg)
 			finish(j);
 		}
 		pthread_mutex_lock(&E.mu);
-		E.synced = t;
 	}
 	pthread_mutex_unlock(&E.mu);
 	return NULL;
@@ -357,7 +422,7 @@ run_batch(struct job *list)
 			finish(j);
 		}
 	}
-	for (j = hold_for_sync(ticket, later, lt); j; j = nx) {
+	for (j = hold_for_sync(ticket, later); j; j = nx) {
 		nx = j->next;
 		finish(j);
 	}
@@ -386,7 +451,7 @@ maintain(void)
 	}
 	/* nobody waits for this one: a crash before the sync loses a
 	 * timer's push and its removal together, and it fires later */
-	hold_for_sync(queen_sync_ticket(q), NULL, NULL);
+	hold_for_sync(queen_sync_ticket(q), NULL);
 	if (rows > 0)
 		notify_queue(NULL);
 }

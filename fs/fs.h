@@ -171,6 +171,10 @@ struct job {
 	char *wait_queue;   /* malloc'd by run when it parks */
 	char *notify;       /* malloc'd by run: it pushed into this queue */
 	uint64_t waiter_id;
+	uint64_t ticket;    /* held until the log is synced up to this */
+	/* a lazy job that reads only this queue (pop): it waits for the
+	 * sync of that queue's pushes alone; NULL: of every commit */
+	const char *reads;
 };
 
 /* main.c */

@@ -165,6 +165,7 @@ next_read(fuse_req_t req, struct handle *h, size_t size, off_t off)
 	}
 	pj->j.write = true;
 	pj->j.lazy = true;  /* a lease lost in a crash is granted again */
+	pj->j.reads = h->node->queue;  /* the handle keeps the node */
 	pj->h = h;
 	pj->size = size;
 	pj->off = off;
