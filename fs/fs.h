@@ -1,8 +1,8 @@
 /*
  * fs.h - the FUSE layer's shared types and prototypes (Plan 9's dat.h and
  * fns.h in one).  FUSE_USE_VERSION is set here and only here.  The layer is
- * a translation: nodes name things, jobs carry requests to the one engine
- * thread that owns the struct queen, and replies go back after the commit.
+ * a translation: nodes name things, jobs carry requests to whichever thread
+ * holds the struct queen (engine.c), and replies go back after the commit.
  */
 #ifndef QUEENFS_FS_H
 #define QUEENFS_FS_H
@@ -126,7 +126,7 @@ struct dent {
  */
 struct handle {
 	unsigned refs;
-	bool released;          /* next: release ran on the engine thread */
+	bool released;          /* next: its release job has run */
 	struct node *node;
 	struct pending *pend;   /* write handles of pending files */
 	char *text;             /* generated text, payload, or popped lines */
@@ -145,19 +145,19 @@ struct handle {
 	bool req_big;           /* api/: past QUEEN_API_MAX_BODY */
 	int api_state, api_rc;
 	size_t api_pos;         /* api/: the answer is read from its start */
-	struct fuse_pollhandle *ph;  /* next: owned by the engine thread */
+	struct fuse_pollhandle *ph;  /* next: owned by the token holder */
 	int64_t poll_due;
 	struct handle *poll_next;
 	bool polling;
 };
 
 /*
- * A request on its way to the engine thread.  Handlers embed it first in a
+ * A request for the store (engine.c).  Handlers embed it first in a
  * larger struct made with calloc; the engine frees it after reply.
  */
 struct job {
 	struct job *next;
-	/* on the engine thread, inside a batch; sets rc */
+	/* by the token holder, inside a batch; sets rc */
 	void (*run)(struct job *j, struct queen *q);
 	/* after the commit; answers req unless it is NULL */
 	void (*reply)(struct job *j);
@@ -250,7 +250,7 @@ void pend_sweep(int64_t now);
 char *pend_snapshot(struct pending *p, size_t *len);
 int64_t fs_now(void);
 
-/* text.c: generated file contents, on the engine thread */
+/* text.c: generated file contents, rendered inside a job */
 int text_readme(char **out, size_t *len);
 int text_config(struct queen *q, struct node *n, char **out, size_t *len);
 int text_stats(struct queen *q, struct node *n, char **out, size_t *len);

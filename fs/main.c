@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -259,6 +260,13 @@ main(int argc, char **argv)
 	struct queen *q = NULL;
 	int rc, ret = 1;
 
+	/*
+	 * FUSE workers run batches (engine.c), and glibc would give each
+	 * thread that allocates its own arena, each keeping what it freed:
+	 * two arenas hold the daemon's resident size down at no measurable
+	 * cost, since only one thread works the store at a time.
+	 */
+	mallopt(M_ARENA_MAX, 2);
 	memset(&o, 0, sizeof(o));
 	if (parse_args(argc, argv, &o) < 0) {
 		usage(stderr);

@@ -1,7 +1,7 @@
 /*
  * msg.c - the facts of one file that holds stored bytes (a message of the
  * log, a leased message, a dead letter, a KV value, a timer), gathered from
- * core on the engine thread for lookups, reads at open and xattrs.  Which
+ * core inside jobs for lookups, reads at open and xattrs.  Which
  * call answers depends on where the node sits; nothing is computed here.
  */
 #include <errno.h>

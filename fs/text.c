@@ -1,6 +1,6 @@
 /*
  * text.c - the contents of generated files (README, config, stats, the
- * sys/ files), rendered on the engine thread when the file is opened.
+ * sys/ files), rendered inside a job when the file is opened.
  * Every number comes from core or from the engine's counters; this file
  * only lays them out.
  */
