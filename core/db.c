@@ -16,7 +16,6 @@
 
 #include "db.h"
 
-/* the test hook's VFS (core/fault.c), opened when opt->fault is set */
 
 #define PB(pid) ((int64_t)(pid) << OFFSET_BITS)
 
@@ -264,6 +263,7 @@ struct store {
 	/* s_sync's own, on the thread that syncs */
 	char *wal_path;
 	int walfd;
+	bool fault;             /* opened through the fault hook's VFS */
 	char err[256];
 };
 
@@ -1667,7 +1667,7 @@ s_sync(struct store *s)
 			close(dfd);
 		}
 	}
-	if (fault_fsync_fails())
+	if (s->fault && fault_fsync_fails())
 		return -EIO;
 	if (fdatasync(s->walfd) != 0)
 		return -errno;
@@ -1782,12 +1782,13 @@ db_open(const struct queen_options *opt, struct store **out,
 	*out = NULL;
 	if ((unsigned)opt->sync > QUEEN_SYNC_OFF)
 		return -EINVAL;
-	if (opt->fault && (rc = fault_vfs(opt->fault, &vfs, err, errlen)) != 0)
+	if ((rc = queen_vfs(opt->fault, &vfs, err, errlen)) != 0)
 		return rc;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
 	s->walfd = -1;
+	s->fault = opt->fault != NULL;
 	flags = opt->read_only ? SQLITE_OPEN_READONLY :
 	    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
 	flags |= SQLITE_OPEN_NOMUTEX;

@@ -13,8 +13,9 @@
 
 int db_errno(int rc);
 int schema_migrate(sqlite3 *db, char *err, size_t errlen);
-/* fault.c: the test hook's VFS for a fault spec ("fsync:N", "write:N") */
-int fault_vfs(const char *spec, const char **name, char *err, size_t errlen);
+/* vfs.c: the VFS to open with; spec, if not NULL, arms the test hook's
+ * fault ("fsync:N", "write:N") */
+int queen_vfs(const char *spec, const char **name, char *err, size_t errlen);
 /* true when the hook says this fsync of the log (s_sync's own) must fail */
 bool fault_fsync_fails(void);
 

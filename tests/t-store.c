@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "qtest.h"
@@ -1094,12 +1095,95 @@ test_deferred_batch(void)
 	fix_close(&f);
 }
 
+/*
+ * A commit is in the kernel when it returns, even though core/vfs.c
+ * gathers the log's writes: a child pushes at sync level normal (no fsync
+ * at all), single messages, a batch bigger than the gathering buffer, and
+ * enough to checkpoint and restart the log, says so on a pipe, and is
+ * killed with SIGKILL before it can close anything.  Every push it
+ * confirmed must be there, with its bytes.
+ */
+static void
+test_kill_after_commit(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "store-kill");
+	static struct queen_push_item it[500];
+	static struct queen_push_result r[500];
+	static char tx[500][16], body[701];
+	struct queen_batch *b = NULL;
+	int fds[2], st, n = 0, i, k;
+	char done = 0;
+	pid_t pid;
+
+	if (fix_is_pg()) {
+		fix_close(&f);
+		return;
+	}
+	memset(body, 'k', 700);
+	queen_close(f.q);
+	f.q = NULL;
+	if (pipe(fds) != 0 || (pid = fork()) < 0) {
+		fprintf(stderr, "Bail out! pipe/fork\n");
+		exit(1);
+	}
+	if (pid == 0) {
+		struct queen_options o = { 0 };
+
+		close(fds[0]);
+		o.path = f.path;
+		o.sync = QUEEN_SYNC_NORMAL;
+		if (queen_open(&o, &q) != 0)
+			_exit(2);
+		/* 3000 single pushes (past a checkpoint), then 4 batches
+		 * of 500 x 700 bytes, each over the 64 KiB buffer */
+		for (i = 0; i < 3000; i++)
+			if (push1(q, Q, NULL, NULL, body) != i + 1)
+				_exit(3);
+		for (k = 0; k < 4; k++) {
+			for (i = 0; i < 500; i++) {
+				snprintf(tx[i], sizeof(tx[i]), "b%d-%d", k, i);
+				memset(&it[i], 0, sizeof(it[i]));
+				it[i].queue = Q;
+				it[i].txid = tx[i];
+				it[i].payload = body;
+				it[i].len = 700;
+			}
+			if (queen_push(q, it, 500, false, r) != 0)
+				_exit(4);
+		}
+		if (write(fds[1], "y", 1) != 1)
+			_exit(5);
+		pause();
+		_exit(6);
+	}
+	close(fds[1]);
+	ok(read(fds[0], &done, 1) == 1 && done == 'y',
+	    "kill: the child confirmed its pushes");
+	close(fds[0]);
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	ok(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL,
+	    "kill: the child died of SIGKILL (status %d)", st);
+	q = fix_reopen(&f);
+	is_int(tail_of(q, Q, NULL), 5000, "kill: all 5000 pushes are there");
+	if (queen_msg_read(q, Q, NULL, 1, 5000, true, &b) == 0 && b) {
+		for (i = 0; i < (int)b->n; i++)
+			n += b->msgs[i].len == 700 &&
+			    !memcmp(b->msgs[i].payload, body, 700);
+	}
+	is_int(n, 5000, "kill: each with its bytes");
+	queen_batch_free(b);
+	fix_close(&f);
+}
+
 int
 main(void)
 {
 	plan_lazy();
 	test_lazy_batch();
 	test_deferred_batch();
+	test_kill_after_commit();
 	test_config();
 	test_persistence();
 	test_read_only();

@@ -1,9 +1,22 @@
 /*
- * fault.c - a test hook: the "queen-fault" SQLite VFS, a wrapper around the
- * default VFS whose xSync (or xWrite) fails with SQLITE_IOERR after N
- * successful calls, as queen_options.fault asks ("fsync:N", "write:N").
- * It owns the wrapper and its one process-wide budget; db.c decides when a
- * connection opens through it.  Nothing here runs unless a fault is set.
+ * vfs.c - the SQLite VFS every store opens through: a thin wrapper around
+ * the default VFS that does two things.
+ *
+ * It gathers the write-ahead log's writes.  SQLite writes each frame of a
+ * commit as two pwrite(2) calls (a 24-byte header, then the page), so a
+ * push that dirties four pages costs eight system calls.  Writes that
+ * continue the log are copied into a buffer instead and written as one
+ * when the commit frame is complete (its header carries the database size
+ * after the commit; the others carry 0), before anything reads, syncs,
+ * truncates or measures the log, and when a write does not continue it.
+ * So a commit is in the kernel, where kill -9 cannot take it, before
+ * SQLite's commit returns, exactly as without the buffer, and a failed
+ * write fails the commit that made it.
+ *
+ * As a test hook, "queen-fault" (the same wrapper) makes xSync or xWrite
+ * fail with SQLITE_IOERR after N successful calls, as queen_options.fault
+ * asks ("fsync:N", "write:N"); every file opened through it spends from
+ * one process-wide budget.  db.c decides which of the two a store opens.
  */
 #include <errno.h>
 #include <limits.h>
@@ -16,27 +29,37 @@
 
 #include "db.h"
 
+#define PLAIN_VFS "queen"
 #define FAULT_VFS "queen-fault"
+/* under 128 KiB: the unix VFS masks a single write's size with 0x1ffff */
+#define WALBUF_MAX (64 * 1024)
+#define FRAME_HDR 24
 
 
 enum fault_kind { FAULT_NONE, FAULT_SYNC, FAULT_WRITE };
 
 /*
  * One budget for the process: the hook arms it at each open, and every
- * file opened through the wrapper spends from it.  Once it is spent, every
- * later call of that kind fails too, as a disk that went bad would.
+ * file opened through the fault wrapper spends from it.  Once it is spent,
+ * every later call of that kind fails too, as a disk that went bad would.
  */
 static _Atomic int kind = FAULT_NONE;
 static _Atomic long long left;
 
 static sqlite3_vfs *real;
-static sqlite3_vfs wrap;
+static sqlite3_vfs plain, faulty;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int reg_rc = SQLITE_OK;
 
 struct ffile {
 	sqlite3_file base;
 	sqlite3_file *file;     /* the real one, allocated right after */
+	bool fault;             /* opened through the fault wrapper */
+	bool wal;               /* a write-ahead log: its writes gather */
+	bool commit;            /* the frame being gathered ends a commit */
+	char *buf;              /* WALBUF_MAX bytes, once the log is written */
+	size_t len;             /* gathered bytes, for file offset off */
+	sqlite3_int64 off;
 };
 
 #define REAL(f) (((struct ffile *)(f))->file)
@@ -56,36 +79,114 @@ fault_fsync_fails(void)
 	return spend(FAULT_SYNC);
 }
 
+/* Write out what is gathered; the next append goes right after it. */
+static int
+drain(struct ffile *p)
+{
+	int rc;
+
+	if (p->len == 0)
+		return SQLITE_OK;
+	rc = p->file->pMethods->xWrite(p->file, p->buf, (int)p->len, p->off);
+	p->off += (sqlite3_int64)p->len;
+	p->len = 0;
+	p->commit = false;
+	return rc;
+}
+
+/*
+ * A write to the log: gathered if it continues what is gathered (or what
+ * was written last), else written through (the log's header at a restart,
+ * a frame header rewritten with new checksums).  Either way a frame header
+ * says whether its frame ends a commit, and the page that completes such
+ * a frame sends everything gathered to the kernel.
+ */
+static int
+gather(struct ffile *p, const void *data, int n, sqlite3_int64 at)
+{
+	const unsigned char *h = data;
+	bool hdr = n == FRAME_HDR;
+	bool commit = hdr && (h[4] | h[5] | h[6] | h[7]) != 0;
+	int rc;
+
+	if (at != p->off + (sqlite3_int64)p->len ||
+	    p->len + (size_t)n > WALBUF_MAX) {
+		if ((rc = drain(p)) != SQLITE_OK)
+			return rc;
+	}
+	if (!p->buf)
+		p->buf = malloc(WALBUF_MAX);
+	if (at != p->off + (sqlite3_int64)p->len || !p->buf ||
+	    (size_t)n > WALBUF_MAX) {
+		rc = p->file->pMethods->xWrite(p->file, data, n, at);
+		p->off = at + n;
+		p->commit = commit;
+		return rc;
+	}
+	memcpy(p->buf + p->len, data, (size_t)n);
+	p->len += (size_t)n;
+	if (hdr) {
+		p->commit = commit;
+		return SQLITE_OK;
+	}
+	return p->commit ? drain(p) : SQLITE_OK;
+}
+
 static int
 f_close(sqlite3_file *f)
 {
-	return REAL(f)->pMethods->xClose(REAL(f));
+	struct ffile *p = (struct ffile *)f;
+	int rc = drain(p), crc;
+
+	free(p->buf);
+	p->buf = NULL;
+	crc = REAL(f)->pMethods->xClose(REAL(f));
+	return rc != SQLITE_OK ? rc : crc;
 }
 
 static int
 f_read(sqlite3_file *f, void *buf, int n, sqlite3_int64 off)
 {
+	int rc = drain((struct ffile *)f);
+
+	if (rc != SQLITE_OK)
+		return rc;
 	return REAL(f)->pMethods->xRead(REAL(f), buf, n, off);
 }
 
 static int
 f_write(sqlite3_file *f, const void *buf, int n, sqlite3_int64 off)
 {
-	if (spend(FAULT_WRITE))
+	struct ffile *p = (struct ffile *)f;
+
+	if (p->fault && spend(FAULT_WRITE))
 		return SQLITE_IOERR_WRITE;
+	if (p->wal)
+		return gather(p, buf, n, off);
 	return REAL(f)->pMethods->xWrite(REAL(f), buf, n, off);
 }
 
 static int
 f_truncate(sqlite3_file *f, sqlite3_int64 size)
 {
+	struct ffile *p = (struct ffile *)f;
+	int rc = drain(p);
+
+	if (rc != SQLITE_OK)
+		return rc;
+	p->off = -1;    /* no write continues a cut */
 	return REAL(f)->pMethods->xTruncate(REAL(f), size);
 }
 
 static int
 f_sync(sqlite3_file *f, int flags)
 {
-	if (spend(FAULT_SYNC))
+	struct ffile *p = (struct ffile *)f;
+	int rc = drain(p);
+
+	if (rc != SQLITE_OK)
+		return rc;
+	if (p->fault && spend(FAULT_SYNC))
 		return SQLITE_IOERR_FSYNC;
 	return REAL(f)->pMethods->xSync(REAL(f), flags);
 }
@@ -93,6 +194,10 @@ f_sync(sqlite3_file *f, int flags)
 static int
 f_size(sqlite3_file *f, sqlite3_int64 *size)
 {
+	int rc = drain((struct ffile *)f);
+
+	if (rc != SQLITE_OK)
+		return rc;
 	return REAL(f)->pMethods->xFileSize(REAL(f), size);
 }
 
@@ -117,6 +222,11 @@ f_check(sqlite3_file *f, int *out)
 static int
 f_control(sqlite3_file *f, int op, void *arg)
 {
+	/* some ask about the file (its size, a pointer to it): be current */
+	int rc = drain((struct ffile *)f);
+
+	if (rc != SQLITE_OK)
+		return rc;
 	return REAL(f)->pMethods->xFileControl(REAL(f), op, arg);
 }
 
@@ -192,7 +302,7 @@ f_unfetch(sqlite3_file *f, sqlite3_int64 off, void *p)
 	return m->xUnfetch(REAL(f), off, p);
 }
 
-static const sqlite3_io_methods fault_io = {
+static const sqlite3_io_methods queen_io = {
 	.iVersion = 3,
 	.xClose = f_close,
 	.xRead = f_read,
@@ -221,12 +331,14 @@ v_open(sqlite3_vfs *v, sqlite3_filename name, sqlite3_file *f, int flags,
 	struct ffile *p = (struct ffile *)f;
 	int rc;
 
-	(void)v;
+	memset(p, 0, sizeof(*p));
 	p->file = (sqlite3_file *)&p[1];
 	p->file->pMethods = NULL;
+	p->fault = v == &faulty;
+	p->wal = (flags & SQLITE_OPEN_WAL) != 0;
 	rc = real->xOpen(real, name, p->file, flags, out_flags);
 	/* SQLite closes a file whose pMethods is set, even on failure */
-	p->base.pMethods = p->file->pMethods ? &fault_io : NULL;
+	p->base.pMethods = p->file->pMethods ? &queen_io : NULL;
 	return rc;
 }
 
@@ -309,6 +421,28 @@ v_time64(sqlite3_vfs *v, sqlite3_int64 *out)
 }
 
 static void
+fill(sqlite3_vfs *w, const char *name)
+{
+	w->iVersion = 2;
+	w->szOsFile = (int)sizeof(struct ffile) + real->szOsFile;
+	w->mxPathname = real->mxPathname;
+	w->zName = name;
+	w->xOpen = v_open;
+	w->xDelete = v_delete;
+	w->xAccess = v_access;
+	w->xFullPathname = v_full;
+	w->xDlOpen = v_dlopen;
+	w->xDlError = v_dlerror;
+	w->xDlSym = v_dlsym;
+	w->xDlClose = v_dlclose;
+	w->xRandomness = v_random;
+	w->xSleep = v_sleep;
+	w->xCurrentTime = v_time;
+	w->xGetLastError = v_lasterr;
+	w->xCurrentTimeInt64 = v_time64;
+}
+
+static void
 reg(void)
 {
 	real = sqlite3_vfs_find(NULL);
@@ -316,58 +450,53 @@ reg(void)
 		reg_rc = SQLITE_ERROR;
 		return;
 	}
-	wrap.iVersion = 2;
-	wrap.szOsFile = (int)sizeof(struct ffile) + real->szOsFile;
-	wrap.mxPathname = real->mxPathname;
-	wrap.zName = FAULT_VFS;
-	wrap.xOpen = v_open;
-	wrap.xDelete = v_delete;
-	wrap.xAccess = v_access;
-	wrap.xFullPathname = v_full;
-	wrap.xDlOpen = v_dlopen;
-	wrap.xDlError = v_dlerror;
-	wrap.xDlSym = v_dlsym;
-	wrap.xDlClose = v_dlclose;
-	wrap.xRandomness = v_random;
-	wrap.xSleep = v_sleep;
-	wrap.xCurrentTime = v_time;
-	wrap.xGetLastError = v_lasterr;
-	wrap.xCurrentTimeInt64 = v_time64;
-	reg_rc = sqlite3_vfs_register(&wrap, 0);
+	fill(&plain, PLAIN_VFS);
+	fill(&faulty, FAULT_VFS);
+	reg_rc = sqlite3_vfs_register(&plain, 0);
+	if (reg_rc == SQLITE_OK)
+		reg_rc = sqlite3_vfs_register(&faulty, 0);
 }
 
 /*
- * fault_vfs - parse spec ("fsync:N" or "write:N", N >= 0 calls that still
- * succeed), arm the process-wide budget with it, register the wrapper once,
- * and set *name to the VFS to open with.  -EINVAL (err says why), -EIO.
+ * queen_vfs - register the wrappers once and set *name to the VFS to open
+ * with.  With a fault spec ("fsync:N" or "write:N", N >= 0 calls that
+ * still succeed) it is the fault wrapper, and the process-wide budget is
+ * armed with it.  -EINVAL (err says why), -EIO.
  */
 int
-fault_vfs(const char *spec, const char **name, char *err, size_t errlen)
+queen_vfs(const char *spec, const char **name, char *err, size_t errlen)
 {
-	const char *colon = strchr(spec, ':');
+	const char *colon = spec ? strchr(spec, ':') : NULL;
 	char *end = NULL;
 	long long n;
 	int k;
 
 	*name = NULL;
-	if (colon && colon - spec == 5 && !strncmp(spec, "fsync", 5))
-		k = FAULT_SYNC;
-	else if (colon && colon - spec == 5 && !strncmp(spec, "write", 5))
-		k = FAULT_WRITE;
-	else
-		k = FAULT_NONE;
-	errno = 0;
-	n = k != FAULT_NONE && colon[1] >= '0' && colon[1] <= '9' ?
-	    strtoll(colon + 1, &end, 10) : -1;
-	if (k == FAULT_NONE || n < 0 || errno || *end) {
-		snprintf(err, errlen, "fault %s: want fsync:N or write:N", spec);
-		return -EINVAL;
+	if (spec) {
+		if (colon && colon - spec == 5 && !strncmp(spec, "fsync", 5))
+			k = FAULT_SYNC;
+		else if (colon && colon - spec == 5 &&
+		    !strncmp(spec, "write", 5))
+			k = FAULT_WRITE;
+		else
+			k = FAULT_NONE;
+		errno = 0;
+		n = k != FAULT_NONE && colon[1] >= '0' && colon[1] <= '9' ?
+		    strtoll(colon + 1, &end, 10) : -1;
+		if (k == FAULT_NONE || n < 0 || errno || *end) {
+			snprintf(err, errlen, "fault %s: want fsync:N or "
+			    "write:N", spec);
+			return -EINVAL;
+		}
 	}
 	pthread_once(&once, reg);
 	if (reg_rc != SQLITE_OK) {
-		snprintf(err, errlen, "fault: cannot register the %s VFS",
-		    FAULT_VFS);
+		snprintf(err, errlen, "cannot register the %s VFS", PLAIN_VFS);
 		return -EIO;
+	}
+	if (!spec) {
+		*name = PLAIN_VFS;
+		return 0;
 	}
 	atomic_store(&kind, FAULT_NONE);
 	atomic_store(&left, n);
