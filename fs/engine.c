@@ -372,15 +372,23 @@ run_batch(struct job *list)
 	struct queen *q = E.q;
 	char why[256];
 	bool failed = queen_failed(q, why, sizeof(why)), durable = false;
+	bool writes = false;
 	int brc, crc = 0;
 	uint64_t n = 0, ticket = 0;
 	struct job *j, *nx, *later = NULL, **lt = &later;
 
-	/* a batch of leases and reads alone need not wait for the disk */
-	for (j = list; j; j = j->next)
+	/* a batch of leases and reads alone need not wait for the disk,
+	 * and one of reads alone needs no transaction of its own */
+	for (j = list; j; j = j->next) {
 		durable = durable || (j->write && !j->lazy);
-	brc = durable ? queen_batch_begin_deferred(q) :
-	    queen_batch_begin_lazy(q);
+		writes = writes || j->write;
+	}
+	if (!writes)
+		brc = 1;
+	else if (durable)
+		brc = queen_batch_begin_deferred(q);
+	else
+		brc = queen_batch_begin_lazy(q);
 
 	for (j = list; j; j = j->next) {
 		n++;
@@ -403,10 +411,12 @@ run_batch(struct job *list)
 	} else if (brc == 0) {
 		ticket = queen_sync_ticket(q);
 	}
-	E.c.commits++;
-	E.c.commit_jobs += n;
-	if (n > E.c.commit_max)
-		E.c.commit_max = n;
+	if (brc == 0) {
+		E.c.commits++;
+		E.c.commit_jobs += n;
+		if (n > E.c.commit_max)
+			E.c.commit_max = n;
+	}
 	for (j = list; j; j = j->next)
 		if (j->notify && j->rc == 0)
 			notify_queue(j->notify[0] ? j->notify : NULL);

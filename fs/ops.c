@@ -60,6 +60,27 @@ timeout_of(const struct node *n)
 	return node_dynamic(n->kind) ? 0.0 : 1.0;
 }
 
+/*
+ * How long the kernel may keep the name itself.  A file whose contents or
+ * size change may still have a name that does not: the control files are
+ * there by name, and a leased message resolves for as long as its lease
+ * is known, dead or alive (an ack through a dead one fails at rename).
+ * Names that come and go with the store (messages in the queue dir, KV
+ * keys, timers, files being written) are asked again every time.
+ */
+static double
+entry_timeout_of(const struct node *n)
+{
+	switch (n->kind) {
+	case K_CONFIG: case K_STATS: case K_NEXT: case K_SEEK:
+	case K_LEASE_MSG: case K_SYS_STATS: case K_SYS_METRICS:
+	case K_SYS_HEALTH: case K_API_FILE:
+		return 1.0;
+	default:
+		return timeout_of(n);
+	}
+}
+
 void
 reply_entry(fuse_req_t req, struct node *n)
 {
@@ -69,7 +90,8 @@ reply_entry(fuse_req_t req, struct node *n)
 	e.ino = n->ino;
 	e.generation = 1;
 	node_attr(n, &e.attr);
-	e.attr_timeout = e.entry_timeout = timeout_of(n);
+	e.attr_timeout = timeout_of(n);
+	e.entry_timeout = entry_timeout_of(n);
 	if (fuse_reply_entry(req, &e) != 0)
 		node_forget(n, 1);
 }
