@@ -133,6 +133,7 @@ struct handle {
 	size_t len;
 	bool loaded;            /* next: the pop happened */
 	bool popping;           /* next: a pop is on its way (fs_lock) */
+	bool polled;            /* next: poll was asked at least once (fs_lock) */
 	bool nonblock;
 	struct dent *dents;     /* directory snapshot */
 	size_t ndents;

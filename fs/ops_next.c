@@ -246,5 +246,8 @@ op_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	}
 	pj->h = handle_get(fi);
 	pj->ph = ph;
+	pthread_mutex_lock(&fs_lock);
+	pj->h->polled = true;  /* its release must drop the watch */
+	pthread_mutex_unlock(&fs_lock);
 	engine_submit(&pj->j);
 }

@@ -278,10 +278,15 @@ op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct handle *h = (struct handle *)(uintptr_t)fi->fh;
 	struct release_job *rj;
+	bool polled;
 
 	if (release_push(req, h))
 		return;
-	if (h->node->kind != K_NEXT) {
+	pthread_mutex_lock(&fs_lock);
+	polled = h->polled;
+	pthread_mutex_unlock(&fs_lock);
+	/* only a watched `next` has something held by the token holder */
+	if (h->node->kind != K_NEXT || !polled) {
 		handle_put(h);
 		fuse_reply_err(req, 0);
 		return;
