@@ -1753,7 +1753,7 @@ configure(struct store *s, const struct queen_options *opt)
 	sqlite3_busy_timeout(s->db, 5000);
 	sqlite3_extended_result_codes(s->db, 1);
 	rc = sqlite3_exec(s->db, "PRAGMA foreign_keys = ON; "
-	    "PRAGMA cache_size = -8192; PRAGMA temp_store = MEMORY; "
+	    "PRAGMA cache_size = -4096; PRAGMA temp_store = MEMORY; "
 	    "PRAGMA locking_mode = EXCLUSIVE", NULL,
 	    NULL, &msg);
 	if (rc == SQLITE_OK && !opt->read_only)

@@ -243,12 +243,6 @@ link_name(struct node *n)
 	n->hashed = true;
 }
 
-static char *
-dup_or_null(const char *s)
-{
-	return s ? strdup(s) : NULL;
-}
-
 /* Nodes alive now (fs_lock); inval.c asks the kernel to let go past a bound. */
 size_t fs_nodes;
 
@@ -268,10 +262,15 @@ node_free(struct node *n)
 	if (n->pend)
 		pend_put(n->pend);
 	free(n->name);
-	free(n->queue);
-	free(n->group);
-	free(n->part);
-	free(n->lease);
+	/* what is the parent's is the parent's (see node_child) */
+	if (n->queue != n->parent->queue)
+		free(n->queue);
+	if (n->group != n->parent->group)
+		free(n->group);
+	if (n->part != n->parent->part)
+		free(n->part);
+	if (n->lease != n->parent->lease)
+		free(n->lease);
 	free(n);
 }
 
@@ -313,27 +312,28 @@ node_child(struct node *parent, const char *name, enum kind k)
 	n->kind = k;
 	n->parent = parent;
 	n->nlookup = 1;
-	n->queue = dup_or_null(parent->queue);
-	n->group = dup_or_null(parent->group);
-	n->part = dup_or_null(parent->part);
-	n->lease = dup_or_null(parent->lease);
+	/*
+	 * The context is the parent's own strings, shared: a parent lives
+	 * as long as it has children, and neither ever changes.  Only the
+	 * slot this node names is its own copy.
+	 */
+	n->queue = parent->queue;
+	n->group = parent->group;
+	n->part = parent->part;
+	n->lease = parent->lease;
 	switch (k) {
 	case K_QUEUE:
 	case K_KV_NS:   /* a namespace travels in the queue slot */
-		free(n->queue);
 		n->queue = strdup(name);
 		break;
 	case K_GROUP:
-		free(n->group);
 		n->group = strdup(name);
 		break;
 	case K_PART:
 	case K_DLQ_PART:
-		free(n->part);
 		n->part = strdup(name);
 		break;
 	case K_LEASE:
-		free(n->lease);
 		n->lease = strdup(name);
 		break;
 	default:
