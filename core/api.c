@@ -19,6 +19,7 @@ struct apictx {
 	int reason;   /* QUEEN_TXN_BAD_REQUEST or _TOO_LARGE on refusal */
 	struct queen_api_wait *wait;  /* a caller that can wait, or NULL */
 	bool would_wait;
+	char *text;   /* an answer written as text (jsonw.c), not as json_t */
 };
 
 static int bad(struct apictx *a, const char *fmt, ...)
@@ -186,6 +187,30 @@ payload_json(const void *p, size_t n, json_t *msg)
 	return v;
 }
 
+/* The same, as text into w: "encoding":..., "payload":... */
+static void
+payload_text(struct jw *w, const void *p, size_t n)
+{
+	json_error_t e;
+	json_t *v = n ? json_loadb(p, n, JSON_DECODE_ANY, &e) : NULL;
+	char *s = v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+
+	json_decref(v);
+	if (s) {
+		jw_lit(w, ",\"encoding\":\"json\",\"payload\":");
+		jw_lit(w, s);
+	} else {
+		s = b64_encode(p, n);
+		jw_lit(w, ",\"encoding\":\"base64\",\"payload\":\"");
+		if (s)
+			jw_lit(w, s);
+		else
+			w->oom = true;
+		jw_raw(w, "\"", 1);
+	}
+	free(s);
+}
+
 /* The bytes of a request payload (owned by *keep when allocated). */
 static int
 payload_bytes(struct apictx *a, json_t *item, const void **p, size_t *n,
@@ -258,6 +283,32 @@ push_result_json(size_t i, const struct queen_push_result *r,
 	    "offset", (json_int_t)r->offset);
 }
 
+/* push_result_json's object, as text, for the many results of api/push */
+static void
+push_result_text(struct jw *w, size_t i, const struct queen_push_result *r,
+    const char *partition)
+{
+	char id[80];
+
+	snprintf(id, sizeof(id), "%s:%lld", r->partition_uuid,
+	    (long long)r->offset);
+	jw_lit(w, i ? ",{\"index\":" : "{\"index\":");
+	jw_int(w, (int64_t)i);
+	jw_lit(w, ",\"transactionId\":");
+	jw_str(w, r->txid);
+	jw_lit(w, r->status == QUEEN_PUSH_DUPLICATE ?
+	    ",\"status\":\"duplicate\",\"messageId\":" :
+	    ",\"status\":\"queued\",\"messageId\":");
+	jw_str(w, id);
+	jw_lit(w, ",\"partition\":");
+	jw_str(w, partition ? partition : QUEEN_DEFAULT_PARTITION);
+	jw_lit(w, ",\"partitionId\":");
+	jw_str(w, r->partition_uuid);
+	jw_lit(w, ",\"offset\":");
+	jw_int(w, r->offset);
+	jw_raw(w, "}", 1);
+}
+
 static int
 parse_pushes(struct apictx *a, json_t *arr, const char *qdef,
     struct queen_push_item **items, char ***keeps, size_t *n)
@@ -292,7 +343,8 @@ free_pushes(struct queen_push_item *items, char **keeps, size_t n)
 static json_t *
 do_push(struct apictx *a, json_t *req, int *rc)
 {
-	json_t *arr = json_object_get(req, "items"), *out;
+	json_t *arr = json_object_get(req, "items");
+	struct jw w = { 0 };
 	struct queen_push_item *items = NULL;
 	struct queen_push_result *res;
 	char **keeps = NULL;
@@ -313,20 +365,22 @@ do_push(struct apictx *a, json_t *req, int *rc)
 		return NULL;
 	}
 	*rc = queen_push(a->q, items, n, false, res);
-	out = json_array();
-	for (i = 0; *rc == 0 && i < n; i++)
-		json_array_append_new(out, push_result_json(i, &res[i],
-		    items[i].partition));
-	if (*rc != 0) {
-		json_decref(out);
-		out = NULL;
+	if (*rc == 0) {
+		/* one result per item: written as text */
+		jw_raw(&w, "[", 1);
+		for (i = 0; i < n; i++)
+			push_result_text(&w, i, &res[i], items[i].partition);
+		jw_raw(&w, "]", 1);
+		if (!(a->text = jw_finish(&w)))
+			*rc = -ENOMEM;
+	} else {
 		if (*rc == -EFBIG)
 			a->reason = QUEEN_TXN_TOO_LARGE;
 		snprintf(a->why, sizeof(a->why), "%s", queen_errmsg(a->q));
 	}
 	free(res);
 	free_pushes(items, keeps, n);
-	return out;
+	return NULL;
 }
 
 static json_t *
@@ -334,7 +388,9 @@ do_pop(struct apictx *a, json_t *req, int *rc)
 {
 	struct queen_pop_req pr = { 0 };
 	struct queen_batch *b = NULL;
-	json_t *out, *msgs, *auto_ack;
+	struct jw w = { 0 };
+	json_t *auto_ack;
+	const char *lease;
 	int64_t batch = 0, wait = 0;
 	size_t i;
 
@@ -386,35 +442,44 @@ do_pop(struct apictx *a, json_t *req, int *rc)
 		snprintf(a->why, sizeof(a->why), "%s", queen_errmsg(a->q));
 		return NULL;
 	}
-	msgs = json_array();
+	/* many messages: written as text, in the order jansson kept */
+	lease = b->lease_id[0] ? b->lease_id : NULL;
+	jw_lit(&w, "{\"success\":true,\"leaseId\":");
+	jw_str(&w, lease);
+	jw_lit(&w, ",\"messages\":[");
 	for (i = 0; i < b->n; i++) {
 		const struct queen_msg *m = &b->msgs[i];
-		json_t *j = json_object();
 
-		json_object_set_new(j, "transactionId", json_string(m->txid));
-		json_object_set_new(j, "partitionId",
-		    json_string(b->partition_uuid));
-		json_object_set_new(j, "partition", json_string(b->partition));
-		json_object_set_new(j, "queue", json_string(b->queue));
-		json_object_set_new(j, "offset", json_integer(m->offset));
-		json_object_set_new(j, "leaseId", b->lease_id[0] ?
-		    json_string(b->lease_id) : json_null());
-		json_object_set_new(j, "consumerGroup", json_string(b->group));
-		json_object_set_new(j, "createdAt", json_integer(m->created_at));
-		json_object_set_new(j, "retryCount",
-		    json_integer(b->retry_count));
-		if (m->trace_id)
-			json_object_set_new(j, "traceId",
-			    json_string(m->trace_id));
-		json_object_set_new(j, "payload", payload_json(m->payload,
-		    m->len, j));
-		json_array_append_new(msgs, j);
+		jw_lit(&w, i ? ",{\"transactionId\":" : "{\"transactionId\":");
+		jw_str(&w, m->txid);
+		jw_lit(&w, ",\"partitionId\":");
+		jw_str(&w, b->partition_uuid);
+		jw_lit(&w, ",\"partition\":");
+		jw_str(&w, b->partition);
+		jw_lit(&w, ",\"queue\":");
+		jw_str(&w, b->queue);
+		jw_lit(&w, ",\"offset\":");
+		jw_int(&w, m->offset);
+		jw_lit(&w, ",\"leaseId\":");
+		jw_str(&w, lease);
+		jw_lit(&w, ",\"consumerGroup\":");
+		jw_str(&w, b->group);
+		jw_lit(&w, ",\"createdAt\":");
+		jw_int(&w, m->created_at);
+		jw_lit(&w, ",\"retryCount\":");
+		jw_int(&w, b->retry_count);
+		if (m->trace_id) {
+			jw_lit(&w, ",\"traceId\":");
+			jw_str(&w, m->trace_id);
+		}
+		payload_text(&w, m->payload, m->len);
+		jw_raw(&w, "}", 1);
 	}
-	out = json_pack("{s:b, s:o, s:o}", "success", 1, "leaseId",
-	    b->lease_id[0] ? json_string(b->lease_id) : json_null(),
-	    "messages", msgs);
+	jw_lit(&w, "]}");
 	queen_batch_free(b);
-	return out;
+	if (!(a->text = jw_finish(&w)))
+		*rc = -ENOMEM;
+	return NULL;
 }
 
 static int
@@ -968,6 +1033,12 @@ answer:
 		json_decref(body);
 		return -EAGAIN;
 	}
+	if (a.text && rc == 0) {
+		json_decref(body);
+		*resp = a.text;
+		return 0;
+	}
+	free(a.text);
 	if (!out) {
 		/* a refusal of the request itself is the caller's to fix */
 		const char *reason = a.reason ?

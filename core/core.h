@@ -308,6 +308,18 @@ int db_open(const struct queen_options *opt, struct store **out,
 int pg_open(const struct queen_options *opt, struct store **out,
     const struct store_ops **ops, char *err, size_t errlen);
 
+/* jsonw.c: JSON text straight into a growing buffer (zeroed to start) */
+struct jw {
+	char *p;
+	size_t len, cap;
+	bool oom;
+};
+void jw_raw(struct jw *w, const char *s, size_t n);
+void jw_lit(struct jw *w, const char *s);
+void jw_int(struct jw *w, int64_t v);
+void jw_str(struct jw *w, const char *s);  /* quoted; NULL writes null */
+char *jw_finish(struct jw *w);             /* NULL if out of memory */
+
 /* hash.c */
 void hash_txid(const char *txid, struct hash128 *out);
 

@@ -1179,10 +1179,62 @@ test_txn_big(void)
 	fix_close(&f);
 }
 
+/*
+ * Answers written as text (pop's messages, push's results) are JSON a
+ * parser takes, whatever the names hold: quotes, backslashes, control
+ * bytes and UTF-8 come back as they went in; a byte that is not UTF-8
+ * becomes U+FFFD.  Names come from files, so anything but NUL and '/'.
+ */
+static void
+test_escapes(void)
+{
+	static const char *const ids[] = {
+		"q\"uote", "back\\slash", "tab\tnl\ncr\r\x01\x1f",
+		"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x90\x9d",
+		"bad\xff\xfe", "cut\xe2\x82", "over\xc0\xafx",
+		"sur\xed\xa0\x80x",
+	};
+	static const char *const want[] = {
+		"q\"uote", "back\\slash", "tab\tnl\ncr\r\x01\x1f",
+		"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x90\x9d",
+		"bad\xef\xbf\xbd\xef\xbf\xbd",
+		"cut\xef\xbf\xbd\xef\xbf\xbd",
+		"over\xef\xbf\xbd\xef\xbf\xbdx",
+		"sur\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbdx",
+	};
+	struct fix f;
+	struct queen *q = fix_open(&f, "api-escape");
+	size_t i, n = sizeof(ids) / sizeof(ids[0]);
+	json_t *a, *msgs;
+	int rc;
+
+	for (i = 0; i < n; i++)
+		ok(push1(q, Q, "esc", ids[i], "x") > 0, "escape: push %zu", i);
+	a = api(q, "pop", "{\"queue\":\"" Q "\",\"partition\":\"esc\","
+	    "\"batch\":20}", &rc);
+	is_int(rc, 0, "escape: pop ran");
+	msgs = json_object_get(a, "messages");
+	is_int((int64_t)json_array_size(msgs), (int64_t)n,
+	    "escape: the answer parses, with every message");
+	for (i = 0; i < n && i < json_array_size(msgs); i++)
+		is_str(jstr(json_array_get(msgs, i), "transactionId"), want[i],
+		    "escape: name %zu", i);
+	json_decref(a);
+
+	a = api(q, "push", "{\"items\":[{\"queue\":\"" Q "\",\"transactionId\":"
+	    "\"p\\\"q\\\\r\\u0001\",\"payload\":1}]}", &rc);
+	is_int(rc, 0, "escape: push ran");
+	is_str(jstr(json_array_get(a, 0), "transactionId"), "p\"q\\r\x01",
+	    "escape: push answers the name as sent");
+	json_decref(a);
+	fix_close(&f);
+}
+
 int
 main(void)
 {
 	plan_lazy();
+	test_escapes();
 	test_ack();
 	test_push();
 	test_payloads();
