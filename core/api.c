@@ -191,14 +191,13 @@ payload_json(const void *p, size_t n, json_t *msg)
 static void
 payload_text(struct jw *w, const void *p, size_t n)
 {
-	json_error_t e;
-	json_t *v = n ? json_loadb(p, n, JSON_DECODE_ANY, &e) : NULL;
-	char *s = v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+	size_t from, len;
+	char *s;
 
-	json_decref(v);
-	if (s) {
+	/* JSON goes as it is, checked but not parsed into objects */
+	if (n && json_text(p, n, &from, &len)) {
 		jw_lit(w, ",\"encoding\":\"json\",\"payload\":");
-		jw_lit(w, s);
+		jw_raw(w, (const char *)p + from, len);
 	} else {
 		s = b64_encode(p, n);
 		jw_lit(w, ",\"encoding\":\"base64\",\"payload\":\"");
@@ -207,8 +206,8 @@ payload_text(struct jw *w, const void *p, size_t n)
 		else
 			w->oom = true;
 		jw_raw(w, "\"", 1);
+		free(s);
 	}
-	free(s);
 }
 
 /* The bytes of a request payload (owned by *keep when allocated). */

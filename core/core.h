@@ -319,6 +319,13 @@ void jw_lit(struct jw *w, const char *s);
 void jw_int(struct jw *w, int64_t v);
 void jw_str(struct jw *w, const char *s);  /* quoted; NULL writes null */
 char *jw_finish(struct jw *w);             /* NULL if out of memory */
+/*
+ * Whether the n bytes at p are one JSON text that jansson would take too
+ * (UTF-8, no U+0000, integers within 64 bits, finite reals, at most 512
+ * deep); if so, the value without the white space around it is at
+ * p + *from for *len bytes.  Allocates nothing.
+ */
+bool json_text(const void *p, size_t n, size_t *from, size_t *len);
 
 /* hash.c */
 void hash_txid(const char *txid, struct hash128 *out);

@@ -7,6 +7,7 @@
  * U+FFFD, since JSON text is Unicode.  An allocation failure is sticky:
  * jw_finish then answers NULL.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,4 +147,234 @@ jw_finish(struct jw *w)
 	}
 	w->p[w->len] = '\0';
 	return w->p;
+}
+
+/* ---- checking that bytes are one JSON text, without building it ---- */
+
+#define JV_DEPTH 512
+
+struct jv {
+	const unsigned char *p, *end;
+	int depth;
+};
+
+static void
+jv_ws(struct jv *v)
+{
+	while (v->p < v->end && (*v->p == ' ' || *v->p == '\t' ||
+	    *v->p == '\n' || *v->p == '\r'))
+		v->p++;
+}
+
+static bool
+jv_lit(struct jv *v, const char *word)
+{
+	size_t n = strlen(word);
+
+	if ((size_t)(v->end - v->p) < n || memcmp(v->p, word, n) != 0)
+		return false;
+	v->p += n;
+	return true;
+}
+
+static int
+hexval(unsigned char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* \uXXXX at p (after the backslash-u); its value, or -1 */
+static long
+jv_hex4(struct jv *v)
+{
+	long u = 0;
+
+	if (v->end - v->p < 4)
+		return -1;
+	for (int i = 0; i < 4; i++) {
+		int h = hexval(v->p[i]);
+
+		if (h < 0)
+			return -1;
+		u = u * 16 + h;
+	}
+	v->p += 4;
+	return u;
+}
+
+/* As jansson takes them: valid UTF-8, paired surrogates, no U+0000. */
+static bool
+jv_string(struct jv *v)
+{
+	size_t u;
+	long c, lo;
+
+	v->p++;     /* the opening quote */
+	while (v->p < v->end) {
+		unsigned char ch = *v->p;
+
+		if (ch == '"') {
+			v->p++;
+			return true;
+		}
+		if (ch < 0x20)
+			return false;
+		if (ch >= 0x80) {
+			if (!(u = utf8_len(v->p, (size_t)(v->end - v->p))))
+				return false;
+			v->p += u;
+			continue;
+		}
+		v->p++;
+		if (ch != '\\')
+			continue;
+		if (v->p >= v->end)
+			return false;
+		ch = *v->p++;
+		if (strchr("\"\\/bfnrt", ch) && ch)
+			continue;
+		if (ch != 'u' || (c = jv_hex4(v)) <= 0)
+			return false;
+		if (c >= 0xdc00 && c <= 0xdfff)
+			return false;
+		if (c >= 0xd800 && c <= 0xdbff) {
+			if (!jv_lit(v, "\\u") || (lo = jv_hex4(v)) < 0xdc00 ||
+			    lo > 0xdfff)
+				return false;
+		}
+	}
+	return false;
+}
+
+/* As jansson takes them: integers that fit 64 bits, finite reals. */
+static bool
+jv_number(struct jv *v)
+{
+	const unsigned char *s = v->p;
+	bool real = false;
+	char buf[400];
+	size_t n;
+
+	if (v->p < v->end && *v->p == '-')
+		v->p++;
+	if (v->p >= v->end || *v->p < '0' || *v->p > '9')
+		return false;
+	if (*v->p == '0')
+		v->p++;
+	else
+		while (v->p < v->end && *v->p >= '0' && *v->p <= '9')
+			v->p++;
+	if (v->p < v->end && *v->p == '.') {
+		real = true;
+		if (++v->p >= v->end || *v->p < '0' || *v->p > '9')
+			return false;
+		while (v->p < v->end && *v->p >= '0' && *v->p <= '9')
+			v->p++;
+	}
+	if (v->p < v->end && (*v->p == 'e' || *v->p == 'E')) {
+		real = true;
+		v->p++;
+		if (v->p < v->end && (*v->p == '+' || *v->p == '-'))
+			v->p++;
+		if (v->p >= v->end || *v->p < '0' || *v->p > '9')
+			return false;
+		while (v->p < v->end && *v->p >= '0' && *v->p <= '9')
+			v->p++;
+	}
+	n = (size_t)(v->p - s);
+	if (n >= sizeof(buf))
+		return false;
+	memcpy(buf, s, n);
+	buf[n] = '\0';
+	errno = 0;
+	if (real) {
+		double d = strtod(buf, NULL);
+
+		return !(errno == ERANGE && d != 0);
+	}
+	(void)strtoll(buf, NULL, 10);
+	return errno != ERANGE;
+}
+
+static bool
+jv_value(struct jv *v)
+{
+	bool first;
+
+	jv_ws(v);
+	if (v->p >= v->end)
+		return false;
+	switch (*v->p) {
+	case '"':
+		return jv_string(v);
+	case 't':
+		return jv_lit(v, "true");
+	case 'f':
+		return jv_lit(v, "false");
+	case 'n':
+		return jv_lit(v, "null");
+	case '{':
+	case '[': {
+		unsigned char close = *v->p == '{' ? '}' : ']';
+		bool obj = close == '}';
+
+		if (++v->depth > JV_DEPTH)
+			return false;
+		v->p++;
+		jv_ws(v);
+		for (first = true; ; first = false) {
+			if (v->p < v->end && *v->p == close && first) {
+				v->p++;
+				break;
+			}
+			if (obj) {
+				jv_ws(v);
+				if (v->p >= v->end || *v->p != '"' ||
+				    !jv_string(v))
+					return false;
+				jv_ws(v);
+				if (v->p >= v->end || *v->p++ != ':')
+					return false;
+			}
+			if (!jv_value(v))
+				return false;
+			jv_ws(v);
+			if (v->p < v->end && *v->p == ',') {
+				v->p++;
+				continue;
+			}
+			if (v->p < v->end && *v->p == close) {
+				v->p++;
+				break;
+			}
+			return false;
+		}
+		v->depth--;
+		return true;
+	}
+	default:
+		return jv_number(v);
+	}
+}
+
+bool
+json_text(const void *p, size_t n, size_t *from, size_t *len)
+{
+	struct jv v = { .p = p, .end = (const unsigned char *)p + n };
+	const unsigned char *start;
+
+	jv_ws(&v);
+	start = v.p;
+	if (!jv_value(&v))
+		return false;
+	*from = (size_t)(start - (const unsigned char *)p);
+	*len = (size_t)(v.p - start);
+	jv_ws(&v);
+	return v.p == v.end;
 }

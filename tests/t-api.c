@@ -1230,11 +1230,82 @@ test_escapes(void)
 	fix_close(&f);
 }
 
+/*
+ * A payload travels as JSON exactly when jansson would take it as JSON
+ * text, and then it parses to what jansson parses the stored bytes to.
+ * The answer checks payloads without parsing them (jsonw.c), so this
+ * holds the two to the same grammar, edge by edge.
+ */
+static void
+test_json_payloads(void)
+{
+	static const char *const cases[] = {
+		"{}", "[]", "0", "-0", "1.5", "-1.5e10", "1E+2", "1e-400",
+		"1e999", "-1e999", "9223372036854775807",
+		"9223372036854775808", "-9223372036854775808",
+		"-9223372036854775809", "01", "1.", ".5", "+1", "-", "1e",
+		"true", "false", "null", "tru", "nul", "\"\"", "\"a\"",
+		"  {\"a\" : [1, 2, {\"b\":null}] }\n", "{\"a\":1,}", "[1,]",
+		"[1 2]", "{\"a\" 1}", "{1:2}", "\"\\u00e9\\ud83d\\ude00\"",
+		"\"\\ud83d\"", "\"\\ude00\"", "\"\\u0000\"", "\"\\x\"",
+		"\"tab\there\"", "\"caf\xc3\xa9\"", "\"bad\xff\"",
+		"\"\xed\xa0\x80\"", "[1] [2]", "\"unterminated", "x",
+		"{\"a\":{\"a\":{\"a\":[[[[[]]]]]}}}", "[\"\\/\\b\\f\\n\\r\\t\"]",
+	};
+	size_t nc = sizeof(cases) / sizeof(cases[0]), i, k;
+	char deep[2 * 600 + 1], *all[64];
+	struct fix f;
+	struct queen *q = fix_open(&f, "api-jsonpay");
+	json_t *a, *msgs;
+	int rc;
+
+	memset(deep, '[', 600);
+	memset(deep + 600, ']', 600);
+	deep[1200] = '\0';
+	for (i = 0; i < nc; i++)
+		all[i] = (char *)cases[i];
+	all[nc++] = deep;
+	for (i = 0; i < nc; i++) {
+		char id[16];
+
+		snprintf(id, sizeof(id), "j%02zu", i);
+		push1(q, Q, "jp", id, all[i]);
+	}
+	a = api(q, "pop", "{\"queue\":\"" Q "\",\"partition\":\"jp\","
+	    "\"batch\":100}", &rc);
+	msgs = json_object_get(a, "messages");
+	is_int((int64_t)json_array_size(msgs), (int64_t)nc,
+	    "json payload: the answer parses, all %zu there", nc);
+	for (k = 0; k < json_array_size(msgs) && k < nc; k++) {
+		json_t *m = json_array_get(msgs, k), *ref;
+		json_error_t e;
+		const char *enc = jstr(m, "encoding");
+
+		i = k;
+		ref = json_loadb(all[i], strlen(all[i]), JSON_DECODE_ANY, &e);
+		if (i == nc - 1) {
+			/* 600 deep: jansson's limit is higher, ours 512 */
+			is_str(enc, "base64", "json payload: 600 deep goes "
+			    "as base64");
+		} else if (ref) {
+			is_str(enc, "json", "json payload %zu: json", i);
+			ok(json_equal(ref, json_object_get(m, "payload")),
+			    "json payload %zu: the same value", i);
+		} else {
+			is_str(enc, "base64", "json payload %zu: base64", i);
+		}
+		json_decref(ref);
+	}
+	json_decref(a);
+	fix_close(&f);
+}
+
 int
 main(void)
 {
 	plan_lazy();
 	test_escapes();
+	test_json_payloads();
 	test_ack();
 	test_push();
 	test_payloads();
