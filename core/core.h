@@ -272,6 +272,8 @@ struct store_ops {
 	 * second thread while the store is in use (NULL: commits at the
 	 * durable level are durable by themselves) */
 	int (*sync)(struct store *st);
+	/* copy the log into the database (NULL: nothing to do) */
+	int (*checkpoint)(struct store *st);
 };
 
 struct queen {

@@ -1674,6 +1674,15 @@ s_sync(struct store *s)
 	return 0;
 }
 
+static int
+s_checkpoint(struct store *s)
+{
+	int rc = sqlite3_wal_checkpoint_v2(s->db, "main",
+	    SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+
+	return rc == SQLITE_OK ? 0 : fail(s, rc);
+}
+
 static const struct store_ops sqlite_ops = {
 	.close = s_close,
 	.errmsg = s_errmsg,
@@ -1741,6 +1750,7 @@ static const struct store_ops sqlite_ops = {
 	.timer_due = s_timer_due,
 	.set_durable = s_set_durable,
 	.sync = s_sync,
+	.checkpoint = s_checkpoint,
 };
 
 /* Pragmas, in one place. */

@@ -298,6 +298,20 @@ queen_batch_commit(struct queen *q)
 	return 0;
 }
 
+int
+queen_checkpoint(struct queen *q)
+{
+	int rc;
+
+	if (q->batch_depth > 0)
+		return queen_err(q, -EBUSY, "a batch is open");
+	if (failed_now(q) || !q->ops->checkpoint)
+		return 0;
+	if ((rc = q->ops->checkpoint(q->st)) != 0)
+		return storage_error(q, rc);
+	return 0;
+}
+
 uint64_t
 queen_sync_ticket(struct queen *q)
 {

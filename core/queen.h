@@ -520,6 +520,14 @@ int queen_stats_get(struct queen *q, const char *queue, const char *group,
  * number of rows it changed, or a negative errno.
  */
 ssize_t queen_maintain(struct queen *q, bool *more);
+/*
+ * queen_checkpoint - copy what the write-ahead log holds into the database
+ * now, outside any batch, so that the commit that would have crossed the
+ * log's size mark does not pay for it (a few milliseconds).  For a caller
+ * with a quiet moment, such as the mount's one-second tick.  0, or what
+ * the store answered; a no-op where there is no such log (PostgreSQL).
+ */
+int queen_checkpoint(struct queen *q);
 
 /* ---- KV ---- */
 

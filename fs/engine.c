@@ -462,6 +462,10 @@ maintain(void)
 	/* nobody waits for this one: a crash before the sync loses a
 	 * timer's push and its removal together, and it fires later */
 	hold_for_sync(queen_sync_ticket(q), NULL);
+	/* the log's pages go to the database here, once a second, rather
+	 * than inside whichever request's commit crosses SQLite's mark */
+	if (queen_checkpoint(q) < 0)
+		fs_log("checkpoint: %s", queen_errmsg(q));
 	if (rows > 0)
 		notify_queue(NULL);
 }

@@ -1177,10 +1177,49 @@ test_kill_after_commit(void)
 	fix_close(&f);
 }
 
+static long long
+file_size(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 ? (long long)st.st_size : -1;
+}
+
+/* A checkpoint moves the log's pages into the database file, not in a batch. */
+static void
+test_checkpoint(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "store-ckpt");
+	long long before, after;
+	int i;
+
+	if (fix_is_pg()) {
+		is_int(queen_checkpoint(q), 0, "checkpoint: a no-op on "
+		    "PostgreSQL");
+		fix_close(&f);
+		return;
+	}
+	is_int(queen_checkpoint(q), 0, "checkpoint: an empty log");
+	for (i = 0; i < 300; i++)
+		push1(q, Q, NULL, NULL, "0123456789abcdef0123456789abcdef");
+	before = file_size(f.path);
+	is_int(queen_checkpoint(q), 0, "checkpoint: after 300 pushes");
+	after = file_size(f.path);
+	ok(after > before, "checkpoint: the database file grew (%lld -> %lld)",
+	    before, after);
+	is_int(queen_batch_begin(q), 0, "checkpoint: a batch");
+	is_int(queen_checkpoint(q), -EBUSY, "checkpoint: not inside a batch");
+	queen_batch_rollback(q);
+	is_int(tail_of(q, Q, NULL), 300, "checkpoint: all 300 still there");
+	fix_close(&f);
+}
+
 int
 main(void)
 {
 	plan_lazy();
+	test_checkpoint();
 	test_lazy_batch();
 	test_deferred_batch();
 	test_kill_after_commit();
