@@ -263,6 +263,7 @@ struct store {
 	/* s_sync's own, on the thread that syncs */
 	char *wal_path;
 	int walfd;
+	unsigned syncs;
 	bool fault;             /* opened through the fault hook's VFS */
 	char err[256];
 };
@@ -1644,7 +1645,10 @@ s_sync(struct store *s)
 	struct stat sb;
 	int dfd;
 
-	if (s->walfd >= 0 && fstat(s->walfd, &sb) == 0 && sb.st_nlink == 0) {
+	/* looked at now and then: an fstat before every fdatasync measured
+	 * 70 us slower per sync on this machine's ext4 */
+	if (s->walfd >= 0 && (s->syncs++ & 255) == 0 &&
+	    fstat(s->walfd, &sb) == 0 && sb.st_nlink == 0) {
 		close(s->walfd);
 		s->walfd = -1;
 	}
