@@ -176,6 +176,11 @@ struct job {
 	/* a lazy job that reads only this queue (pop): it waits for the
 	 * sync of that queue's pushes alone; NULL: of every commit */
 	const char *reads;
+	/* a push into one partition, or a pop from one: the partition
+	 * (part_key) and the offset pushed, or the last one handed out, so
+	 * that a pop waits only for a sync its messages need; 0: unknown */
+	uint64_t pkey;
+	int64_t poff;
 };
 
 /* main.c */
@@ -204,6 +209,7 @@ void engine_counters(struct engine_counters *out);
 void engine_count_push(bool dup);
 void engine_count_ack(void);
 void engine_count_pop(void);
+uint64_t part_key(const char *partition_id);
 
 /* node.c */
 extern pthread_mutex_t fs_lock;
@@ -335,7 +341,7 @@ void lease_seen(const char *id);
 void lease_acked(const char *id, const char *txid);
 bool lease_known(const char *id, const char *txid);
 int push_pending(struct queen *q, struct pending *p, const char *txid,
-    const char *buf, size_t len, bool excl, char **notify, bool *dup);
+    const char *buf, size_t len, bool excl, struct job *j, bool *dup);
 struct msginfo;
 int msg_info(struct queen *q, struct node *n, bool want_payload,
     struct msginfo *mi);

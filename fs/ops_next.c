@@ -105,6 +105,10 @@ pop_run(struct job *j, struct queen *q)
 	engine_count_pop();
 	if (b->lease_id[0])
 		lease_seen(b->lease_id);
+	if (b->n > 0) {
+		j->pkey = part_key(b->partition_uuid);
+		j->poff = b->msgs[b->n - 1].offset;
+	}
 	j->rc = format_batch(b, n->group != NULL, &pj->text, &pj->len);
 	queen_batch_free(b);
 }

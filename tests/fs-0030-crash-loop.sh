@@ -237,8 +237,10 @@ for g in ("g1", "g2"):
                 bad.append("%s: %s/%d delivered after the ack of %s/%d (cycle %s)" % (g, p, off, p, acked[p], cyc))
             if t in ackedtx:
                 bad.append("%s: %s redelivered after its ack" % (g, t))
-            if present.get(t, (p, off)) != (p, off):
-                bad.append("%s: %s delivered as %s/%d, is %s" % (g, t, p, off, present.get(t)))
+            if t not in present:
+                bad.append("%s: %s delivered, then gone after a crash" % (g, t))
+            elif present[t] != (p, off):
+                bad.append("%s: %s delivered as %s/%d, is %s" % (g, t, p, off, present[t]))
             last = leases.get(lease)
             if last is not None and off != last + 1:
                 bad.append("%s: lease %s out of order: %d after %d" % (g, lease, off, last))
