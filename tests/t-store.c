@@ -1110,7 +1110,7 @@ test_kill_after_commit(void)
 	struct queen *q = fix_open(&f, "store-kill");
 	static struct queen_push_item it[500];
 	static struct queen_push_result r[500];
-	static char tx[500][16], body[701];
+	static char tx[500][32], body[701];
 	struct queen_batch *b = NULL;
 	int fds[2], st, n = 0, i, k;
 	char done = 0;
