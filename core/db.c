@@ -1671,8 +1671,12 @@ s_sync(struct store *s)
 			close(dfd);
 		}
 	}
-	if (s->fault && fault_fsync_fails())
+	/* an injected failure takes a disk's time, as a real one would:
+	 * what runs meanwhile must not take the sync for granted */
+	if (s->fault && fault_fsync_fails()) {
+		usleep(20000);
 		return -EIO;
+	}
 	if (fdatasync(s->walfd) != 0)
 		return -errno;
 	return 0;

@@ -45,8 +45,10 @@ struct queen_options {
 	/*
 	 * A test hook: NULL for no fault, or "fsync:N" / "write:N" to make
 	 * every sync (or write) of the SQLite store after the first N fail
-	 * with an I/O error, as a failing disk would.  The budget is one per
-	 * process, armed by each open that sets it.  -EINVAL if malformed.
+	 * with an I/O error, as a failing disk would; "logsync:N" counts
+	 * and fails only queen_sync's own syncs of the log.  The budget is
+	 * one per process, armed by each open that sets it.  -EINVAL if
+	 * malformed.
 	 */
 	const char *fault;
 };

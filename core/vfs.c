@@ -15,7 +15,8 @@
  *
  * As a test hook, "queen-fault" (the same wrapper) makes xSync or xWrite
  * fail with SQLITE_IOERR after N successful calls, as queen_options.fault
- * asks ("fsync:N", "write:N"); every file opened through it spends from
+ * asks ("fsync:N", "write:N"; "logsync:N" spends only on queen_sync's own
+ * fsync of the log, not SQLite's); every file opened through it spends from
  * one process-wide budget.  db.c decides which of the two a store opens.
  */
 #include <errno.h>
@@ -36,7 +37,8 @@
 #define FRAME_HDR 24
 
 
-enum fault_kind { FAULT_NONE, FAULT_SYNC, FAULT_WRITE };
+/* FAULT_LOGSYNC: only queen_sync's own fsync of the log (db.c) fails */
+enum fault_kind { FAULT_NONE, FAULT_SYNC, FAULT_WRITE, FAULT_LOGSYNC };
 
 /*
  * One budget for the process: the hook arms it at each open, and every
@@ -76,7 +78,7 @@ spend(int k)
 bool
 fault_fsync_fails(void)
 {
-	return spend(FAULT_SYNC);
+	return spend(FAULT_SYNC) || spend(FAULT_LOGSYNC);
 }
 
 /* Write out what is gathered; the next append goes right after it. */
@@ -459,7 +461,7 @@ reg(void)
 
 /*
  * queen_vfs - register the wrappers once and set *name to the VFS to open
- * with.  With a fault spec ("fsync:N" or "write:N", N >= 0 calls that
+ * with.  With a fault spec ("fsync:N", "logsync:N" or "write:N", N >= 0 calls that
  * still succeed) it is the fault wrapper, and the process-wide budget is
  * armed with it.  -EINVAL (err says why), -EIO.
  */
@@ -478,14 +480,17 @@ queen_vfs(const char *spec, const char **name, char *err, size_t errlen)
 		else if (colon && colon - spec == 5 &&
 		    !strncmp(spec, "write", 5))
 			k = FAULT_WRITE;
+		else if (colon && colon - spec == 7 &&
+		    !strncmp(spec, "logsync", 7))
+			k = FAULT_LOGSYNC;
 		else
 			k = FAULT_NONE;
 		errno = 0;
 		n = k != FAULT_NONE && colon[1] >= '0' && colon[1] <= '9' ?
 		    strtoll(colon + 1, &end, 10) : -1;
 		if (k == FAULT_NONE || n < 0 || errno || *end) {
-			snprintf(err, errlen, "fault %s: want fsync:N or "
-			    "write:N", spec);
+			snprintf(err, errlen, "fault %s: want fsync:N, "
+			    "logsync:N or write:N", spec);
 			return -EINVAL;
 		}
 	}

@@ -534,8 +534,9 @@ maintain(void)
 		if (queen_sync_ticket(q) > E.anyticket)
 			E.anyticket = queen_sync_ticket(q);
 		pthread_mutex_unlock(&E.mu);
+		hold_for_sync(queen_sync_ticket(q), NULL);
 	}
-	hold_for_sync(queen_sync_ticket(q), NULL);
+	/* an idle tick wrote nothing: no fsync for it */
 	/* the log's pages go to the database here, once a second, rather
 	 * than inside whichever request's commit crosses SQLite's mark */
 	if (queen_checkpoint(q) < 0)

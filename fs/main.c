@@ -230,7 +230,7 @@ open_store(const char *path, enum queen_sync sync, struct queen **q)
 	int rc;
 
 	/*
-	 * A test hook, not a feature: QUEENFS_FAULT=fsync:N (or write:N)
+	 * A test hook, not a feature: QUEENFS_FAULT=fsync:N (write:N, logsync:N)
 	 * makes the store's syncs (writes) fail after N, so the mount tests
 	 * can watch the daemon stop writes with EIO (tests/fs-0031-faults.sh).
 	 */

@@ -205,6 +205,70 @@ test_expect_success EIO 'restart without the fault: all confirmed, integrity ok'
 	printf again >expect && test_cmp expect "$Q/partitions/default/again"
 '
 
+# --- a reader is not handed a push whose fsync failed --------------------
+
+# The fault fails only the syncer's fsyncs (logsync:N), so the one that
+# fails is a push's, with the reader parked on that very queue.
+# handoff.py Q MAX: a reader blocked on Q/next (auto_ack, so each read is
+# the ack) and a pusher in lockstep: push hK once the read has had time to
+# block, wait until the reader has it, next; stop at the first close()
+# that fails.  Prints "failed NAME ERRNO", "reader ERRNO" if its read
+# failed, and "got NAME" for each message the reader was handed.
+cat >"$TRASH/handoff.py" <<\EOF
+import errno, os, sys, threading, time
+q, mx = sys.argv[1], int(sys.argv[2])
+got, out, done = [], [], threading.Event()
+def reader():
+    while not done.is_set():
+        try:
+            with open(q + "/next", "rb") as f:
+                line = f.read().decode().strip()
+        except OSError as e:
+            if e.errno == errno.ENODATA:
+                continue
+            out.append("reader %s" % errno.errorcode.get(e.errno, e.errno))
+            return
+        if line:
+            got.append(line.rsplit("/", 1)[1])
+t = threading.Thread(target=reader)
+t.start()
+for i in range(1, mx + 1):
+    name = "h%d" % i
+    time.sleep(0.01)
+    try:
+        fd = os.open(os.path.join(q, name), os.O_WRONLY | os.O_CREAT, 0o644)
+        os.write(fd, name.encode())
+        os.close(fd)
+    except OSError as e:
+        out.append("failed %s %s" % (name, errno.errorcode.get(e.errno, e.errno)))
+        break
+    end = time.time() + 10
+    while name not in got and time.time() < end:
+        time.sleep(0.001)
+done.set()
+t.join()
+for line in out + ["got " + n for n in got]:
+    print(line)
+EOF
+
+test_expect_success EIO 'a reader waiting on next is not handed a push whose fsync failed' '
+	stop_daemon_ &&
+	DB="$TRASH/handoff.db" &&
+	QUEENFS_FAULT=logsync:20 && export QUEENFS_FAULT &&
+	start_daemon_ &&
+	unset QUEENFS_FAULT &&
+	q_init hand &&
+	printf "wait = 1\nauto_ack = on\n" >"$Q/config" &&
+	"$PYTHON3" "$TRASH/handoff.py" "$Q" 300 >handoff.out &&
+	grep -v "^got" handoff.out; grep -c "^got" handoff.out;
+	FAILED=$(sed -n "s/^failed \([^ ]*\) EIO$/\1/p" handoff.out) &&
+	test -n "$FAILED" &&
+	! grep -qx "got $FAILED" handoff.out &&
+	N=${FAILED#h} &&
+	test_is $((N - 1)) "$(grep -c "^got" handoff.out)" \
+	    "every confirmed push handed out once, nothing more"
+'
+
 # --- a full disk ---------------------------------------------------------
 
 test_expect_success FULL 'setup: the database on a 2 MB tmpfs with ballast' '
