@@ -264,6 +264,11 @@ resolve(struct queen *q, struct lookup_job *lj, struct found *f)
 		pthread_mutex_unlock(&fs_lock);
 		tmp.kind = file_kind[p->kind];
 		tmp.name = (char *)name;
+		/* in the queue dir only a duplicate-to-be is visible: for the
+		 * new name of every push, one look at the dedup window is all */
+		if (p->kind == K_QUEUE && queen_push_is_dup(q, p->queue,
+		    QUEEN_DEFAULT_PARTITION, lj->txid) != 0)
+			return -ENOENT;
 		rc = msg_info(q, &tmp, false, &mi);
 		if (rc == -ESTALE && tmp.kind == K_LEASE_MSG &&
 		    lease_known(p->lease, name)) {
