@@ -6,22 +6,17 @@
 # through api/transaction.
 . "$(dirname "$0")/lib.sh"
 mount_queenfs
+cp "$TEST_DIRECTORY/qapi_base.py" "$TRASH/" || exit 1
 KV="$MNT/kv"
 
 # txn JSON: run one api/transaction, print the answer (close must be 0)
 txn () {
 	python3 - "$MNT" "$1" <<\PYEOF
-import os, sys
-fd = os.open(sys.argv[1] + "/api/transaction", os.O_RDWR)
-os.write(fd, sys.argv[2].encode())
-out = b""
-while True:
-    b = os.read(fd, 65536)
-    if not b:
-        break
-    out += b
-os.close(fd)
+import sys
+from qapi_base import call_raw
+out, c = call_raw("transaction", sys.argv[2].encode(), mnt=sys.argv[1])
 print(out.decode())
+sys.exit(c != "ok")
 PYEOF
 }
 

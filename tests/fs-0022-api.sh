@@ -430,17 +430,7 @@ for read in (True, False):
     for i in range(64):
         os.write(fd, chunk)
     os.write(fd, b"\"}]}")
-    out = b""
-    while read:
-        b = os.read(fd, 65536)
-        if not b:
-            break
-        out += b
-    try:
-        os.close(fd)
-        c = "ok"
-    except OSError as e:
-        c = errno.errorcode[e.errno]
+    out, c = answer(fd, read)
     if read:
         ans = json.loads(out)
         refused(ans, "too_large", "a 64 MiB body")

@@ -12,6 +12,7 @@
 . "$(dirname "$0")/lib.sh"
 mount_queenfs
 export MNT
+cp "$TEST_DIRECTORY/qapi_base.py" "$TRASH/" || exit 1
 : "${QUEENFS_CRASH_CYCLES:=8}"
 CYCLES=$QUEENFS_CRASH_CYCLES
 command -v sqlite3 >/dev/null 2>&1 && test_set_prereq SQLITE3
@@ -307,19 +308,9 @@ test_expect_success 'a crash after it fired: still exactly once' '
 # --- transactions across a crash ------------------------------------------
 
 cat >"$TRASH/txn.py" <<\EOF
-import json, os, sys
-MNT = os.environ["MNT"]
+from qapi_base import api
 def call(body):
-    fd = os.open(MNT + "/api/transaction", os.O_RDWR)
-    os.write(fd, json.dumps(body).encode())
-    out = b""
-    while True:
-        b = os.read(fd, 65536)
-        if not b:
-            break
-        out += b
-    os.close(fd)
-    return json.loads(out)
+    return api("transaction", body)
 ok = call({"operations": [{"type": "push", "queue": "x", "items": [
         {"transactionId": "x1", "payload": "one"}, {"transactionId": "x2", "partition": "px", "payload": "two"}]}],
     "kv": [{"op": "put", "ns": "xs", "key": "a", "value": 1}, {"op": "incr", "ns": "xs", "key": "n", "by": 5}]})

@@ -197,22 +197,13 @@ test_expect_success 'config written through A is read through B and C' '
 '
 
 # $TRASH/qm.py: the api/ files of a given mount, for the Python cases
+cp "$TEST_DIRECTORY/qapi_base.py" "$TRASH/" || exit 1
 cat >"$TRASH/qm.py" <<\PYEOF
 import errno, json, os, time
+from qapi_base import api, eq, check
 
 def call(mnt, ep, body):
-    fd = os.open(mnt + "/api/" + ep, os.O_RDWR)
-    data = json.dumps(body).encode()
-    while data:
-        data = data[os.write(fd, data):]
-    out = b""
-    while True:
-        b = os.read(fd, 65536)
-        if not b:
-            break
-        out += b
-    os.close(fd)
-    return json.loads(out)
+    return api(ep, body, mnt=mnt)
 
 def push(mnt, q, *txids):
     call(mnt, "push", {"items": [{"queue": q, "transactionId": t,
@@ -233,13 +224,6 @@ def step(m, who, out):
         "items": [{"transactionId": "r-" + t, "payload": {"by": who}}]}],
         "kv": [{"op": "put", "ns": out, "key": t, "value": {"by": who}}]}
 
-def eq(want, got, what=""):
-    if want != got:
-        raise SystemExit("%s: want %r, got %r" % (what, want, got))
-
-def check(cond, what):
-    if not cond:
-        raise SystemExit("check failed: " + what)
 PYEOF
 
 test_expect_success PYTHON 'worker on A and worker on B: the lease is the fence across mounts' '
