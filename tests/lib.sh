@@ -365,8 +365,12 @@ sysc () {
 
 # --- the mount ------------------------------------------------------------
 
+is_mounted_at () {
+	awk -v m="$1" '$2 == m { f = 1 } END { exit !f }' /proc/mounts
+}
+
 is_mounted () {
-	awk -v m="$MNT" '$2 == m { f = 1 } END { exit !f }' /proc/mounts
+	is_mounted_at "$MNT"
 }
 
 # Starts the daemon on $MNT and $DB; waits up to 10 s for the mount.
@@ -395,36 +399,45 @@ start_daemon_ () {
 # Unmounts (lazily if busy), then stops the daemon by pid and reaps it.
 # Fails when the daemon did not exit 0 by itself after the unmount (a
 # crash, a sanitizer report, a hang) or reported a sanitizer error.
-stop_daemon_ () {
-	sto_rc_=0
-	if is_mounted; then
-		fusermount3 -u "$MNT" 2>/dev/null || fusermount3 -uz "$MNT" 2>/dev/null ||
-			{ echo "could not unmount $MNT"; sto_rc_=1; }
+# reap_ MOUNTPOINT PID LOG WHAT: unmount, then wait up to 10 s for the
+# daemon PID to exit (killed by pid if it does not), and fail unless it
+# exited 0 and LOG holds no sanitizer report.  WHAT names it in messages.
+reap_ () {
+	rp_rc_=0
+	if is_mounted_at "$1"; then
+		fusermount3 -u "$1" 2>/dev/null || fusermount3 -uz "$1" 2>/dev/null ||
+			{ echo "could not unmount $1"; rp_rc_=1; }
 	fi
-	if test -n "$DAEMON_PID"; then
-		sto_n_=100
-		while kill -0 "$DAEMON_PID" 2>/dev/null && test $sto_n_ -gt 0; do
+	if test -n "$2"; then
+		rp_n_=100
+		while kill -0 "$2" 2>/dev/null && test $rp_n_ -gt 0; do
 			sleep 0.1
-			sto_n_=$((sto_n_ - 1))
+			rp_n_=$((rp_n_ - 1))
 		done
-		if kill -0 "$DAEMON_PID" 2>/dev/null; then
-			echo "the daemon was still running 10 s after the unmount"
-			stop_pid "$DAEMON_PID"
-			sto_rc_=1
+		if kill -0 "$2" 2>/dev/null; then
+			echo "$4 was still running 10 s after the unmount"
+			stop_pid "$2"
+			rp_rc_=1
 		else
-			wait "$DAEMON_PID"
-			sto_st_=$?
-			if test $sto_st_ != 0; then
-				echo "the daemon exited with status $sto_st_ after the unmount"
-				sto_rc_=1
+			wait "$2"
+			rp_st_=$?
+			if test $rp_st_ != 0; then
+				echo "$4 exited with status $rp_st_ after the unmount"
+				rp_rc_=1
 			fi
 		fi
 	fi
 	if grep -q -e "ERROR: AddressSanitizer" -e "ERROR: LeakSanitizer" \
-	    -e "runtime error:" "$DAEMON_LOG" 2>/dev/null; then
-		echo "sanitizer report in $DAEMON_LOG"
-		sto_rc_=1
+	    -e "runtime error:" "$3" 2>/dev/null; then
+		echo "sanitizer report in $3"
+		rp_rc_=1
 	fi
+	return $rp_rc_
+}
+
+stop_daemon_ () {
+	reap_ "$MNT" "$DAEMON_PID" "$DAEMON_LOG" "the daemon"
+	sto_rc_=$?
 	DAEMON_PID=
 	echo >"$TRASH/daemon.pid"
 	return $sto_rc_
@@ -562,10 +575,6 @@ mount_queenfs_on () {
 	mount_queenfs "$@"
 }
 
-is_mounted_at () {
-	awk -v m="$1" '$2 == m { f = 1 } END { exit !f }' /proc/mounts
-}
-
 # extra_pid_ NAME: sets ep_ to the pid of daemon NAME ("" if not running)
 extra_pid_ () {
 	ep_=$(cat "$TRASH/.extra/$1.pid" 2>/dev/null)
@@ -615,37 +624,9 @@ mount_extra () {
 
 # stop_extra_ NAME: unmount, wait for the daemon to exit 0 (as stop_daemon_)
 stop_extra_ () {
-	st_rc_=0
-	if is_mounted_at "$TRASH/$1"; then
-		fusermount3 -u "$TRASH/$1" 2>/dev/null ||
-		    fusermount3 -uz "$TRASH/$1" 2>/dev/null ||
-			{ echo "could not unmount $TRASH/$1"; st_rc_=1; }
-	fi
 	extra_pid_ "$1"
-	if test -n "$ep_"; then
-		st_n_=100
-		while kill -0 "$ep_" 2>/dev/null && test $st_n_ -gt 0; do
-			sleep 0.1
-			st_n_=$((st_n_ - 1))
-		done
-		if kill -0 "$ep_" 2>/dev/null; then
-			echo "daemon $1 was still running 10 s after the unmount"
-			stop_pid "$ep_"
-			st_rc_=1
-		else
-			wait "$ep_"
-			st_st_=$?
-			if test $st_st_ != 0; then
-				echo "daemon $1 exited with status $st_st_ after the unmount"
-				st_rc_=1
-			fi
-		fi
-	fi
-	if grep -q -e "ERROR: AddressSanitizer" -e "ERROR: LeakSanitizer" \
-	    -e "runtime error:" "$TRASH/$1.log" 2>/dev/null; then
-		echo "sanitizer report in $TRASH/$1.log"
-		st_rc_=1
-	fi
+	reap_ "$TRASH/$1" "$ep_" "$TRASH/$1.log" "daemon $1"
+	st_rc_=$?
 	: >"$TRASH/.extra/$1.pid"
 	return $st_rc_
 }
