@@ -168,13 +168,21 @@ b64_decode(const char *s, unsigned char **out, size_t *len)
 	return 0;
 }
 
-/* A payload as it travels: JSON if it parses as JSON, else base64. */
+/*
+ * A payload as it travels: JSON if it is one JSON text, else base64.  Which
+ * of the two is json_text's verdict alone, here and in payload_text.
+ */
 static json_t *
 payload_json(const void *p, size_t n, json_t *msg)
 {
 	json_error_t e;
-	json_t *v = n ? json_loadb(p, n, JSON_DECODE_ANY, &e) : NULL;
+	json_t *v = NULL;
+	size_t from, len;
 	char *s;
+
+	if (n && json_text(p, n, &from, &len))
+		v = json_loadb((const char *)p + from, len, JSON_DECODE_ANY,
+		    &e);
 
 	if (v) {
 		json_object_set_new(msg, "encoding", json_string("json"));
