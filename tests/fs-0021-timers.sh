@@ -12,6 +12,16 @@ msgs () {
 	ls "$Q/partitions/${1:-default}" 2>/dev/null
 }
 
+# fired_once PAYLOAD: the one message in $Q is PAYLOAD, one push, no timer
+fired_once () {
+	payloads >actual &&
+	echo "$1" >expect &&
+	test_cmp expect actual &&
+	test_is 1 "$(stat_of "$Q/stats" pushed)" pushed &&
+	ls -A "$Q/timers" >actual &&
+	test_line_count = 0 actual
+}
+
 # payloads: the payloads of $Q's default partition, one a line, in order
 payloads () {
 	for m in $(msgs); do
@@ -190,24 +200,14 @@ test_expect_success 'a timer fires exactly once across kill -9 of the daemon' '
 	remount &&
 	wait_until 5 "test -n \"\$(msgs)\"" &&
 	sleep 1.2 &&
-	payloads >actual &&
-	echo boom >expect &&
-	test_cmp expect actual &&
-	test_is 1 "$(stat_of "$Q/stats" pushed)" pushed &&
-	ls -A "$Q/timers" >actual &&
-	test_line_count = 0 actual
+	fired_once boom
 '
 
 test_expect_success 'and it does not fire again after another kill -9 and remount' '
 	kill9_daemon &&
 	remount &&
 	sleep 1.2 &&
-	payloads >actual &&
-	echo boom >expect &&
-	test_cmp expect actual &&
-	test_is 1 "$(stat_of "$Q/stats" pushed)" pushed &&
-	ls -A "$Q/timers" >actual &&
-	test_line_count = 0 actual
+	fired_once boom
 '
 
 test_expect_success 'a bad timer key is EINVAL and schedules nothing' '

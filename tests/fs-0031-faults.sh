@@ -131,12 +131,16 @@ test_expect_success 'a malformed QUEENFS_FAULT is refused at startup' '
 
 # --- an injected fsync failure -------------------------------------------
 
-test_expect_success EIO 'setup: a daemon whose fsyncs fail after 30' '
+# restart_faulty_ DB SPEC: the daemon again, on DB, with QUEENFS_FAULT=SPEC
+restart_faulty_ () {
 	stop_daemon_ &&
-	DB="$TRASH/eio.db" &&
-	QUEENFS_FAULT=fsync:30 && export QUEENFS_FAULT &&
-	start_daemon_ &&
-	unset QUEENFS_FAULT &&
+	DB=$1 &&
+	QUEENFS_FAULT=$2 && export QUEENFS_FAULT &&
+	{ start_daemon_; rf_st_=$?; unset QUEENFS_FAULT; return $rf_st_; }
+}
+
+test_expect_success EIO 'setup: a daemon whose fsyncs fail after 30' '
+	restart_faulty_ "$TRASH/eio.db" fsync:30 &&
 	q_init e &&
 	echo "wait = 0" >"$Q/config" &&
 	printf held >"$Q/held" &&
@@ -252,11 +256,7 @@ for line in out + ["got " + n for n in got]:
 EOF
 
 test_expect_success EIO 'a reader waiting on next is not handed a push whose fsync failed' '
-	stop_daemon_ &&
-	DB="$TRASH/handoff.db" &&
-	QUEENFS_FAULT=logsync:20 && export QUEENFS_FAULT &&
-	start_daemon_ &&
-	unset QUEENFS_FAULT &&
+	restart_faulty_ "$TRASH/handoff.db" logsync:20 &&
 	q_init hand &&
 	printf "wait = 1\nauto_ack = on\n" >"$Q/config" &&
 	"$PYTHON3" "$TRASH/handoff.py" "$Q" 300 >handoff.out &&
