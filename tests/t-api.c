@@ -1300,12 +1300,59 @@ test_json_payloads(void)
 	fix_close(&f);
 }
 
+/*
+ * api/push writes its results as text (jsonw.c), a transaction builds them
+ * with jansson: two writers of one wire shape.  The same push through
+ * each answers the same members with the same values, but for the
+ * transaction's "type" and the offsets that differ by one.
+ */
+static void
+test_push_shapes(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "api-shapes");
+	json_t *a, *t, *pa, *pt, *v;
+	const char *k;
+	int rc, same = 1;
+
+	a = api(q, "push", "{\"items\":[{\"queue\":\"" Q "\",\"partition\":"
+	    "\"s\",\"transactionId\":\"one\",\"payload\":1}]}", &rc);
+	t = api(q, "transaction", "{\"operations\":[{\"type\":\"push\","
+	    "\"queue\":\"" Q "\",\"items\":[{\"partition\":\"s\","
+	    "\"transactionId\":\"two\",\"payload\":2}]}]}", &rc);
+	pa = json_array_get(a, 0);
+	pt = json_array_get(json_object_get(t, "results"), 0);
+	ok(pa && pt, "shapes: a result from each");
+	is_int((int64_t)json_object_size(pt), (int64_t)json_object_size(pa) + 1,
+	    "shapes: the transaction's has one member more (type)");
+	json_object_foreach(pa, k, v) {
+		json_t *w = json_object_get(pt, k);
+
+		if (!strcmp(k, "transactionId") || !strcmp(k, "offset") ||
+		    !strcmp(k, "messageId"))
+			same = same && w && json_typeof(w) == json_typeof(v);
+		else
+			same = same && w && json_equal(w, v);
+		if (!same) {
+			diag("shapes: member %s differs", k);
+			break;
+		}
+	}
+	ok(same, "shapes: every member of api/push's result is there, alike");
+	is_int(jint(pt, "offset"), jint(pa, "offset") + 1,
+	    "shapes: the second push is the next offset");
+	json_decref(a);
+	json_decref(t);
+	fix_close(&f);
+}
+
 int
 main(void)
 {
 	plan_lazy();
 	test_escapes();
 	test_json_payloads();
+	test_push_shapes();
 	test_ack();
 	test_push();
 	test_payloads();
