@@ -173,6 +173,11 @@ op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		rc = wr ? -EACCES : 0;
 		break;
 	}
+	/*
+	 * A handle that cannot write has nothing for close(2) to report:
+	 * the kernel need not send FLUSH (two requests of every cycle).
+	 */
+	fi->noflush = !wr && n->kind != K_API_FILE;
 	if (rc < 0 || !rd) {
 		if (rc < 0) {
 			handle_put(h);
