@@ -337,15 +337,41 @@ DQQ=$TMP/deep.mnt/queues/q
 # --- figures ------------------------------------------------------------------
 
 # fig KEY CMD...: one run; its first output field goes to $RES
+# the CPU time (user + system, in clock ticks) a daemon has used so far
+ticks () {
+	awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null
+}
+
+# fig KEY CMD...: one run of a load; its rate to $RES.  With CPU_OF set to
+# a mount's name, also KEY.cpu: that daemon's CPU microseconds per
+# operation (the load's second field is its count of operations).
 fig () {
 	key=$1
 	shift
+	cp=
+	test -n "${CPU_OF:-}" && eval "cp=\${PID_$CPU_OF:-}"
+	t0=$(test -n "$cp" && ticks "$cp")
 	out=$(timeout --foreground -k 2 $((${DUR%.*} + 30)) "$@" 2>>"$ERR") || out=
+	t1=$(test -n "$cp" && ticks "$cp")
 	v=${out%% *}
 	case "$v" in
 	''|*[!0-9.]*) say "$key fail" >>"$RES"; say "  ($key failed)" ;;
-	*) say "$key $v" >>"$RES" ;;
+	*) say "$key $v" >>"$RES"
+	   set -- $out
+	   test -n "$t0" && test -n "$t1" && test "${2:-0}" -gt 0 &&
+		awk -v a="$t0" -v b="$t1" -v n="$2" -v hz="$HZ" -v k="$key" \
+		    'BEGIN { printf "%s.cpu %.1f\n", k, (b - a) * 1e6 / hz / n }' \
+		    >>"$RES" ;;
 	esac
+}
+HZ=$(getconf CLK_TCK)
+
+# figc MOUNT KEY CMD...: fig with MOUNT's daemon CPU per operation
+figc () {
+	CPU_OF=$1
+	shift
+	fig "$@"
+	CPU_OF=
 }
 
 # multi KEY N MODE QUEUE ARGS...: one load per mount pgm1..pgmN, all at
@@ -377,15 +403,15 @@ multi () {
 }
 
 rep () {
-	fig null.create1 "$L" create "$NM/c" -t 1 -d "$DUR"
+	figc null null.create1 "$L" create "$NM/c" -t 1 -d "$DUR"
 	fig f.push1 "$L" create "$FQ/push1" -t 1 -d "$DUR"
-	fig n.push1 "$L" create "$NQ/push1" -t 1 -d "$DUR"
+	figc normal n.push1 "$L" create "$NQ/push1" -t 1 -d "$DUR"
 	fig null.create4 "$L" create "$NM/c" -t 4 -d "$DUR"
-	fig f.push4 "$L" create "$FQ/push4" -t 4 -d "$DUR"
+	figc full f.push4 "$L" create "$FQ/push4" -t 4 -d "$DUR"
 	fig n.push4 "$L" create "$NQ/push4" -t 4 -d "$DUR"
-	fig null.cycle1 "$L" cycle "$NM/y1" -t 1 -d "$DUR"
+	figc null null.cycle1 "$L" cycle "$NM/y1" -t 1 -d "$DUR"
 	fig f.cycle1 "$L" cycle "$FQ/cycle1" -t 1 -d "$DUR"
-	fig n.cycle1 "$L" cycle "$NQ/cycle1" -t 1 -d "$DUR"
+	figc normal n.cycle1 "$L" cycle "$NQ/cycle1" -t 1 -d "$DUR"
 	fig null.cycle4 "$L" cycle "$NM/y4" -t 4 -d "$DUR"
 	fig f.qc11 "$L" qcycle "$FQ/qc11" -p 1 -c 1 -d "$DUR"
 	fig n.qc11 "$L" qcycle "$NQ/qc11" -p 1 -c 1 -d "$DUR"
@@ -395,8 +421,8 @@ rep () {
 	fig null.rename1 "$L" rename "$NM/o" -t 1 -d "$DUR"
 	fig f.nextpop "$L" nextpop "$FQ/push4" -d "$DUR"
 	if $API; then
-		fig f.apipush "$L" apipush "$TMP/full.mnt" -q api -d "$DUR"
-		fig f.apipop "$L" apipop "$TMP/full.mnt" -q api -d "$DUR"
+		figc full f.apipush "$L" apipush "$TMP/full.mnt" -q api -d "$DUR"
+		figc full f.apipop "$L" apipop "$TMP/full.mnt" -q api -d "$DUR"
 	fi
 	fig p.push1 "$L" create "$PQ" -t 1 -P "$PARTS" -d "$DUR"
 	fig p.cycle1 "$L" cycle "$PQ" -t 1 -P "$PARTS" -d "$DUR"
@@ -605,6 +631,21 @@ R "push 1p, $PARTS partitions, normal" p.push1 "plain push 1p normal" n.push1 "r
 R "cycle 1t, $PARTS partitions, normal" p.cycle1 "plain cycle 1t normal" n.cycle1 "r>=0.8"
 R "push 1p, $BACKLOG backlog, normal" d.push1 "plain push 1p normal" n.push1 "r>=0.8"
 R "cycle 1t, $BACKLOG backlog, normal" d.cycle1 "plain cycle 1t normal" n.cycle1 "r>=0.8"
+
+# What a 2-CPU machine can run at most: each side's CPU per operation.
+say ""
+say "daemon CPU per operation (user + system, medians): what the server itself spends"
+say ""
+say "| operation | queenfs | reference | ratio |"
+say "|---|---|---|---|"
+C () {
+	row "$1" "$(m "$2.cpu")" "$3" "$(m "$4.cpu")" "" "us" | cut -d'|' -f1-5 | sed 's/$/|/'
+}
+C "push 1p, sync normal" n.push1 "nullfs create 1t" null.create1
+C "push 4p, sync full" f.push4 "nullfs create 1t" null.create1
+C "cycle 1t, sync normal" n.cycle1 "nullfs cycle 1t" null.cycle1
+$API && C "batch push, per message" f.apipush "" -
+$API && C "batch consume, per message" f.apipop "" -
 
 if test "$BENCH_PG" = 1; then
 	say ""
