@@ -423,6 +423,12 @@ rep () {
 	if $API; then
 		figc full f.apipush "$L" apipush "$TMP/full.mnt" -q api -d "$DUR"
 		figc full f.apipop "$L" apipop "$TMP/full.mnt" -q api -d "$DUR"
+		# the same consume by a Python program (json.loads), on
+		# 100,000 messages pushed beforehand, outside the figure
+		"$L" apipush "$TMP/full.mnt" -q apipy -n 100000 -d 60 \
+		    >/dev/null 2>>"$ERR" &&
+			figc full f.apipy /usr/bin/python3 "$S/apipop.py" \
+			    "$TMP/full.mnt" apipy "$DUR"
 	fi
 	fig p.push1 "$L" create "$PQ" -t 1 -P "$PARTS" -d "$DUR"
 	fig p.cycle1 "$L" cycle "$PQ" -t 1 -P "$PARTS" -d "$DUR"
@@ -614,7 +620,8 @@ e_bp=$(eng "push batch 1000 (full)")
 e_bc=$(eng "pop+ack batch 1000 (full)")
 if $API; then
 	row "batch push, api/push 1000/request, full" "$(m f.apipush)" "engine batch push" "${e_bp:--}" "v>=150000" "/s" "$(range f.apipush)"
-	row "batch consume, api/pop batch=1000, full" "$(m f.apipop)" "engine batch pop+ack" "${e_bc:--}" "v>=100000" "/s" "$(range f.apipop)"
+	row "batch consume, api/pop batch=1000, full (C, jansson)" "$(m f.apipop)" "engine batch pop+ack" "${e_bc:--}" "v>=100000" "/s" "$(range f.apipop)"
+	row "batch consume, api/pop batch=1000, full (Python, json)" "$(m f.apipy)" "engine batch pop+ack" "${e_bc:--}" "v>=100000" "/s" "$(range f.apipy)"
 else
 	row "batch push, api/push 1000/request (no api/ on the mount)" "-" "engine batch push" "${e_bp:--}" "v>=150000"
 	row "batch consume, api/pop batch=1000 (no api/ on the mount)" "-" "engine batch pop+ack" "${e_bc:--}" "v>=100000"
@@ -645,7 +652,8 @@ C "push 1p, sync normal" n.push1 "nullfs create 1t" null.create1
 C "push 4p, sync full" f.push4 "nullfs create 1t" null.create1
 C "cycle 1t, sync normal" n.cycle1 "nullfs cycle 1t" null.cycle1
 $API && C "batch push, per message" f.apipush "" -
-$API && C "batch consume, per message" f.apipop "" -
+$API && C "batch consume, per message (C consumer)" f.apipop "" -
+$API && C "batch consume, per message (Python consumer)" f.apipy "" -
 
 if test "$BENCH_PG" = 1; then
 	say ""
