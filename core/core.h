@@ -276,6 +276,9 @@ struct store_ops {
 	int (*checkpoint)(struct store *st);
 };
 
+#define FRESH_SLOTS 1024
+#define FRESH_PEND 64
+
 struct queen {
 	const struct store_ops *ops;
 	struct store *st;
@@ -289,6 +292,17 @@ struct queen {
 	_Atomic uint64_t seq;     /* deferred commits made */
 	_Atomic uint64_t synced;  /* deferred commits known durable */
 	_Atomic int sync_err;     /* a failed sync's errno, negative */
+	/*
+	 * Pushes not known synced, for the pop rule (fresh_mark and
+	 * fresh_need in queen.c).  A slot per partition id modulo
+	 * FRESH_SLOTS says: offsets from `from` on were pushed by commits up
+	 * to `ticket`; pid 0 means two partitions met in it, any offset.
+	 * The open batch's pushes wait in pend until its commit numbers them.
+	 */
+	struct fresh { int64_t pid, from; uint64_t ticket; } fresh[FRESH_SLOTS];
+	struct { int64_t pid, from; } pend[FRESH_PEND];
+	int npend;                /* past FRESH_PEND: every partition */
+	uint64_t pop_need;        /* see queen_pop_ticket */
 	bool failed;              /* a storage I/O error stops all writes */
 	char failmsg[256];
 	char err[512];
@@ -297,6 +311,8 @@ struct queen {
 /* queen.c */
 int queen_err(struct queen *q, int rc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+void fresh_mark(struct queen *q, int64_t pid, int64_t off);
+void fresh_need(struct queen *q, int64_t pid, int64_t last);
 int tx_begin(struct queen *q);
 int tx_end(struct queen *q, int rc);
 void uuid_v7(struct queen *q, char out[QUEEN_ID_LEN + 1]);

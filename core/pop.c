@@ -103,6 +103,7 @@ take(struct popctx *x, const struct part_row *p, struct cursor_row *c)
 	b->retry_count = c->retry_count;
 	if ((rc = q->ops->cursor_put(q->st, c)) != 0)
 		goto out_free;
+	fresh_need(q, p->id, b->msgs[b->n - 1].offset);
 	x->out = b;
 	return 1;
 

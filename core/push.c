@@ -158,6 +158,7 @@ push_items(struct queen *q, const struct queen_push_item *items, size_t n,
 				break;
 			c.woken = true;
 		}
+		fresh_mark(q, c.p.id, off);
 		c.p.tail = off;
 		c.p.last_push_at = at;
 		c.dirty = true;

@@ -278,6 +278,8 @@ queen_batch_begin_deferred(struct queen *q)
 	return batch_begin(q, true, true);
 }
 
+static void fresh_commit(struct queen *q, uint64_t ticket);
+
 int
 queen_batch_commit(struct queen *q)
 {
@@ -289,12 +291,16 @@ queen_batch_commit(struct queen *q)
 	q->ticket = 0;
 	rc = q->ops->commit(q->st);
 	if (rc != 0) {
+		q->npend = 0;
 		q->ops->rollback(q->st);
 		return storage_error(q, rc);
 	}
 	/* counted after the commit: a sync that reads seq covers it */
-	if (q->deferred)
+	if (q->deferred) {
 		q->ticket = atomic_fetch_add(&q->seq, 1) + 1;
+		fresh_commit(q, q->ticket);
+	}
+	q->npend = 0;
 	return 0;
 }
 
@@ -345,5 +351,98 @@ queen_batch_rollback(struct queen *q)
 	if (q->batch_depth == 0)
 		return;
 	q->batch_depth = 0;
+	q->npend = 0;
 	q->ops->rollback(q->st);
+}
+
+/*
+ * The pop rule's bookkeeping.  A push inside a deferred batch is noted in
+ * pend; the commit numbers the batch and moves its notes into the slots
+ * with that ticket.  A slot whose ticket is synced is free again.
+ */
+static void
+fresh_slot(struct queen *q, struct fresh *f, int64_t pid, int64_t from,
+    uint64_t ticket)
+{
+	if (f->ticket <= atomic_load(&q->synced)) {
+		f->pid = pid;
+		f->from = from;
+	} else if (f->pid != pid) {
+		f->pid = 0;
+	} else if (from < f->from) {
+		f->from = from;
+	}
+	f->ticket = ticket;
+}
+
+/* the commit of a deferred batch numbered ticket: its pushes move in */
+static void
+fresh_commit(struct queen *q, uint64_t ticket)
+{
+	int i;
+
+	if (q->npend > FRESH_PEND) {
+		/* too many partitions to name: any offset of any of them */
+		for (i = 0; i < FRESH_SLOTS; i++)
+			fresh_slot(q, &q->fresh[i], 0, 0, ticket);
+	} else {
+		for (i = 0; i < q->npend; i++)
+			fresh_slot(q, &q->fresh[(uint64_t)q->pend[i].pid %
+			    FRESH_SLOTS], q->pend[i].pid, q->pend[i].from,
+			    ticket);
+	}
+	q->npend = 0;
+}
+
+void
+fresh_mark(struct queen *q, int64_t pid, int64_t off)
+{
+	int i;
+
+	if (q->batch_depth == 0 || !q->deferred)
+		return;   /* committed durable, or no promise at this level */
+	for (i = 0; i < q->npend && i < FRESH_PEND; i++) {
+		if (q->pend[i].pid == pid) {
+			if (off < q->pend[i].from)
+				q->pend[i].from = off;
+			return;
+		}
+	}
+	if (q->npend < FRESH_PEND) {
+		q->pend[q->npend].pid = pid;
+		q->pend[q->npend].from = off;
+	}
+	q->npend++;
+}
+
+/* a pop took offsets up to last of partition pid */
+void
+fresh_need(struct queen *q, int64_t pid, int64_t last)
+{
+	const struct fresh *f = &q->fresh[(uint64_t)pid % FRESH_SLOTS];
+	uint64_t t = 0;
+	int i;
+
+	if (f->ticket > atomic_load(&q->synced) &&
+	    (f->pid == 0 || (f->pid == pid && last >= f->from)))
+		t = f->ticket;
+	/* pushed in this very batch: its commit's ticket */
+	for (i = 0; i < q->npend; i++) {
+		if (i >= FRESH_PEND || (q->pend[i].pid == pid &&
+		    last >= q->pend[i].from)) {
+			t = atomic_load(&q->seq) + 1;
+			break;
+		}
+	}
+	if (t > q->pop_need)
+		q->pop_need = t;
+}
+
+uint64_t
+queen_pop_ticket(struct queen *q)
+{
+	uint64_t t = q->pop_need;
+
+	q->pop_need = 0;
+	return t;
 }

@@ -129,6 +129,16 @@ uint64_t queen_sync_ticket(struct queen *q);
  * from then on every write is refused and queen_failed says why.
  */
 int queen_sync(struct queen *q, uint64_t ticket);
+/*
+ * queen_pop_ticket - the ticket a caller must see synced before it hands
+ * out what the pops since the last call took (0: nothing), and forget it.
+ * A pop may take messages whose deferred push is not yet on the disk; a
+ * crash would take them back, so nobody may see them before that sync.
+ * Only pops that took an offset at or past the partition's first unsynced
+ * push name a ticket.  A pop in the same batch as the push it took names
+ * that batch's, valid once it commits.
+ */
+uint64_t queen_pop_ticket(struct queen *q);
 
 /* ---- ownership, for the mount's permission checks ---- */
 

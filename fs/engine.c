@@ -11,8 +11,9 @@
  * At sync level full a batch commits without waiting for the disk; the
  * syncer thread then fsyncs the log once for everything committed so far
  * and only then answers the writes (early lock release: the next batch
- * runs while the disk works).  Pops and leases made while a sync is still
- * due wait for it too, so nobody is handed a message that a crash could
+ * runs while the disk works).  A pop that took a message whose push is
+ * not yet synced is answered after that sync too (core names it:
+ * queen_pop_ticket), so nobody is handed a message that a crash could
  * still take back.  Plain reads answer at once, as a filesystem shows
  * written data before it is synced.
  *
@@ -48,16 +49,6 @@ static struct {
 	pthread_cond_t scv;
 	struct job *unsynced, **unsynced_tail;
 	uint64_t need, synced;  /* tickets: the highest due, the highest done */
-	/* the ticket of the last commit that made messages available, per
-	 * queue (by hash: a collision only makes a pop wait longer), and
-	 * of the last that may have in any queue */
-	uint64_t qticket[256], anyticket;
-	/* file pushes, per partition: see hold_for_sync */
-	struct pslot {
-		uint64_t key;       /* part_key; 0: more than one partition */
-		uint64_t ticket;    /* the last push's */
-		int64_t from;       /* the first offset not known synced */
-	} pslots[1024];
 	int sync_rc;            /* a failed sync's, for all held after it */
 	bool sync_stop, sync_logged;
 	/* an event channel: the engine sleeps in poll(), kicked by kickfd */
@@ -250,76 +241,13 @@ notify_queue(const char *queue)
 	}
 }
 
-static unsigned
-qslot(const char *queue)
-{
-	unsigned h = 5381;
-
-	while (*queue)
-		h = h * 33 + (unsigned char)*queue++;
-	return h % 256;
-}
-
-uint64_t
-part_key(const char *partition_id)
-{
-	uint64_t h = 1469598103934665603ull;
-
-	while (*partition_id)
-		h = (h ^ (unsigned char)*partition_id++) * 1099511628211ull;
-	return h | 1;
-}
-
-/*
- * A file push wrote offset off of partition key at ticket.  Its slot then
- * says: pushes of that partition from `from` on may not be synced before
- * `ticket` is.  A slot whose last ticket is synced is free for another
- * partition; two partitions with unsynced pushes in one slot make it
- * say "any offset" (key 0) until it is synced.  With E.mu held.
- */
-static void
-note_push(uint64_t key, int64_t off, uint64_t ticket)
-{
-	struct pslot *ps = &E.pslots[key % 1024];
-
-	if (ps->ticket <= E.synced) {
-		ps->key = key;
-		ps->from = off;
-	} else if (ps->key != key) {
-		ps->key = 0;
-	} else if (off < ps->from) {
-		ps->from = off;
-	}
-	ps->ticket = ticket;
-}
-
-/* The ticket a pop of offsets up to off of partition key must wait for. */
-static uint64_t
-pop_needs(uint64_t key, int64_t off)
-{
-	struct pslot *ps = &E.pslots[key % 1024];
-
-	if (ps->ticket <= E.synced)
-		return 0;
-	/* another partition's: ours has had no push since the slot was
-	 * free, so all of them are synced */
-	if (ps->key != 0 && ps->key != key)
-		return 0;
-	if (ps->key == key && off < ps->from)
-		return 0;
-	return ps->ticket;
-}
-
 /*
  * After a commit that did not wait for the disk (ticket; 0 if it did):
  * the writes in later are answered once the log is synced up to their
  * ticket, by the syncer.  A durable write needs its own commit's.  A lazy
- * one (a pop) needs the syncs of what it may hand out: for a file push,
- * known by partition and offset, that push's ticket only if the pop handed
- * out that offset or a later one; for anything else that made messages
- * available (api/ and transaction pushes, acks, seeks) the last such
- * commit in the queue it read.  What needs nothing not yet synced is
- * returned, for the caller to answer now.
+ * one (a pop) needs the sync of the pushes it hands out, if any is not yet
+ * on the disk: core says which (queen_pop_ticket, kept in j->need).  What
+ * needs nothing not yet synced is returned, for the caller to answer now.
  */
 static struct job *
 hold_for_sync(uint64_t ticket, struct job *later)
@@ -330,32 +258,15 @@ hold_for_sync(uint64_t ticket, struct job *later)
 	pthread_mutex_lock(&E.mu);
 	if (ticket > E.need)
 		E.need = ticket;
-	for (j = later; ticket && j; j = j->next) {
-		if (!j->notify || j->rc != 0)
-			continue;
-		if (j->pkey)
-			note_push(j->pkey, j->poff, ticket);
-		else if (j->notify[0])
-			E.qticket[qslot(j->notify)] = ticket;
-		else
-			E.anyticket = ticket;
-	}
 	for (j = later; j; j = nx) {
 		nx = j->next;
 		j->next = NULL;
-		if (!j->lazy) {
+		if (!j->lazy)
 			j->ticket = ticket ? ticket : E.need;
-		} else if (j->reads) {
-			uint64_t t = E.qticket[qslot(j->reads)];
-
-			if (E.anyticket > t)
-				t = E.anyticket;
-			if (j->pkey && pop_needs(j->pkey, j->poff) > t)
-				t = pop_needs(j->pkey, j->poff);
-			j->ticket = t;
-		} else {
-			j->ticket = E.need;
-		}
+		else
+			j->ticket = j->need;
+		if (j->ticket > E.need)
+			E.need = j->ticket;
 		if (j->ticket <= E.synced) {
 			*nt = j;
 			nt = &j->next;
@@ -465,6 +376,7 @@ run_batch(struct job *list)
 			continue;
 		}
 		j->run(j, q);
+		j->need = queen_pop_ticket(q);
 	}
 	if (brc == 0 && (crc = queen_batch_commit(q)) < 0) {
 		fs_log("commit of %llu requests failed: %s",
@@ -527,15 +439,10 @@ maintain(void)
 		return;
 	}
 	/* nobody waits for this one: a crash before the sync loses a
-	 * timer's push and its removal together, and it fires later; but
-	 * a pop must not hand out what a fired timer pushed before then */
-	if (rows > 0) {
-		pthread_mutex_lock(&E.mu);
-		if (queen_sync_ticket(q) > E.anyticket)
-			E.anyticket = queen_sync_ticket(q);
-		pthread_mutex_unlock(&E.mu);
+	 * timer's push and its removal together, and it fires later (a
+	 * pop of what it pushed waits for the sync, as for any push) */
+	if (rows > 0)
 		hold_for_sync(queen_sync_ticket(q), NULL);
-	}
 	/* an idle tick wrote nothing: no fsync for it */
 	/* the log's pages go to the database here, once a second, rather
 	 * than inside whichever request's commit crosses SQLite's mark */

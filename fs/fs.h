@@ -173,14 +173,7 @@ struct job {
 	char *notify;       /* malloc'd by run: it pushed into this queue */
 	uint64_t waiter_id;
 	uint64_t ticket;    /* held until the log is synced up to this */
-	/* a lazy job that reads only this queue (pop): it waits for the
-	 * sync of that queue's pushes alone; NULL: of every commit */
-	const char *reads;
-	/* a push into one partition, or a pop from one: the partition
-	 * (part_key) and the offset pushed, or the last one handed out, so
-	 * that a pop waits only for a sync its messages need; 0: unknown */
-	uint64_t pkey;
-	int64_t poff;
+	uint64_t need;      /* what its pops took needs synced (core's) */
 };
 
 /* main.c */
@@ -209,7 +202,6 @@ void engine_counters(struct engine_counters *out);
 void engine_count_push(bool dup);
 void engine_count_ack(void);
 void engine_count_pop(void);
-uint64_t part_key(const char *partition_id);
 
 /* node.c */
 extern pthread_mutex_t fs_lock;

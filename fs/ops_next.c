@@ -105,10 +105,6 @@ pop_run(struct job *j, struct queen *q)
 	engine_count_pop();
 	if (b->lease_id[0])
 		lease_seen(b->lease_id);
-	if (b->n > 0) {
-		j->pkey = part_key(b->partition_uuid);
-		j->poff = b->msgs[b->n - 1].offset;
-	}
 	j->rc = format_batch(b, n->group != NULL, &pj->text, &pj->len);
 	queen_batch_free(b);
 }
@@ -169,7 +165,6 @@ next_read(fuse_req_t req, struct handle *h, size_t size, off_t off)
 	}
 	pj->j.write = true;
 	pj->j.lazy = true;  /* a lease lost in a crash is granted again */
-	pj->j.reads = h->node->queue;  /* the handle keeps the node */
 	pj->h = h;
 	pj->size = size;
 	pj->off = off;

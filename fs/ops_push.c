@@ -63,10 +63,6 @@ push_pending(struct queen *q, struct pending *p, const char *txid,
 			*dup = res.status == QUEEN_PUSH_DUPLICATE;
 			engine_count_push(*dup);
 			j->notify = strdup(p->queue);
-			if (!*dup) {
-				j->pkey = part_key(res.partition_uuid);
-				j->poff = res.offset;
-			}
 		}
 		break;
 	}

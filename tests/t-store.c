@@ -1095,6 +1095,116 @@ test_deferred_batch(void)
 	fix_close(&f);
 }
 
+/* pop one message of part in a lazy batch, ack it, and say what the
+ * pop's ticket was (or ~0 if the pop failed) */
+static uint64_t
+pop_ack_ticket(struct queen *q, const char *part, const char *want,
+    const char *what)
+{
+	struct queen_ack_result ar;
+	struct queen_batch *b = NULL;
+	uint64_t t;
+	int rc;
+
+	queen_batch_begin_lazy(q);
+	rc = pop1(q, Q, part, NULL, 1, &b);
+	queen_batch_commit(q);
+	t = queen_pop_ticket(q);
+	if (rc != 0 || b->n != 1) {
+		ok(0, "%s: pop (rc %d)", what, rc);
+		queen_batch_free(b);
+		return ~(uint64_t)0;
+	}
+	is_str(b->msgs[0].txid, want, "%s: the pop took %s", what, want);
+	is_int(ack1(q, Q, part, NULL, b->msgs[0].txid, NULL, b->lease_id,
+	    &ar), 0, "%s: ack", what);
+	ok(queen_pop_ticket(q) == 0, "%s: an ack names no ticket", what);
+	queen_batch_free(b);
+	return t;
+}
+
+/*
+ * The pop rule's bookkeeping: a pop that took a message whose deferred
+ * push is not yet synced names that push's ticket, once; a pop of
+ * messages synced before names none, even while a later push of the same
+ * partition is unsynced; a pop in the push's own batch names that batch;
+ * a batch of pushes into more partitions than the engine notes one by one
+ * makes any pop wait for it.
+ */
+static void
+test_pop_ticket(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "store-popticket");
+	struct queen_batch *b = NULL;
+	uint64_t t2, t3, t4, t5;
+	char part[16], tx[16];
+	int i;
+
+	if (fix_is_pg()) {
+		is_int(queen_batch_begin_deferred(q), 0, "pop ticket: begin");
+		ok(push1(q, Q, NULL, "k1", "x") > 0, "pop ticket: a push");
+		is_int(queen_batch_commit(q), 0, "pop ticket: commit");
+		ok(pop_ack_ticket(q, NULL, "k1", "pop ticket") == 0,
+		    "pop ticket: PostgreSQL commits are durable (no ticket)");
+		fix_close(&f);
+		return;
+	}
+	q = open_sync(&f, QUEEN_SYNC_FULL);
+	queen_batch_begin_deferred(q);
+	is_int(push1(q, Q, NULL, "k1", "x"), 1, "pop ticket: push k1");
+	queen_batch_commit(q);
+	is_int(queen_sync(q, queen_sync_ticket(q)), 0, "pop ticket: sync k1");
+	queen_batch_begin_deferred(q);
+	is_int(push1(q, Q, NULL, "k2", "x"), 2, "pop ticket: push k2");
+	queen_batch_commit(q);
+	t2 = queen_sync_ticket(q);
+	ok(t2 > 0, "pop ticket: k2 is not synced yet");
+	ok(pop_ack_ticket(q, NULL, "k1", "pop ticket, synced") == 0,
+	    "pop ticket: k1 was synced before: no ticket, though k2 is not");
+	ok(pop_ack_ticket(q, NULL, "k2", "pop ticket, unsynced") == t2,
+	    "pop ticket: a pop of k2 names k2's ticket");
+	ok(queen_pop_ticket(q) == 0, "pop ticket: asked once, then forgotten");
+
+	is_int(queen_sync(q, t2), 0, "pop ticket: sync k2");
+	queen_batch_begin_deferred(q);
+	is_int(push1(q, Q, NULL, "k3", "x"), 3, "pop ticket: push k3");
+	queen_batch_commit(q);
+	t3 = queen_sync_ticket(q);
+	is_int(queen_sync(q, t3), 0, "pop ticket: sync k3");
+	ok(pop_ack_ticket(q, NULL, "k3", "pop ticket, synced now") == 0,
+	    "pop ticket: once synced, a pop names nothing");
+
+	/* a pop in the push's own batch: that batch's ticket */
+	queen_batch_begin_deferred(q);
+	is_int(push1(q, Q, NULL, "k4", "x"), 4, "pop ticket: push k4");
+	is_int(pop1(q, Q, NULL, NULL, 1, &b), 0, "pop ticket: pop in the "
+	    "same batch");
+	queen_batch_commit(q);
+	t4 = queen_sync_ticket(q);
+	ok(b && b->n == 1 && queen_pop_ticket(q) == t4,
+	    "pop ticket: it names the batch's own ticket");
+	queen_batch_free(b);
+	is_int(queen_sync(q, t4), 0, "pop ticket: sync k4");
+
+	/* pushes into 70 partitions in one batch: every pop waits */
+	queen_batch_begin_deferred(q);
+	for (i = 0; i < 70; i++) {
+		snprintf(part, sizeof(part), "w%d", i);
+		snprintf(tx, sizeof(tx), "w%d-1", i);
+		if (push1(q, Q, part, tx, "x") != 1)
+			ok(0, "pop ticket: push %s", tx);
+	}
+	queen_batch_commit(q);
+	t5 = queen_sync_ticket(q);
+	ok(pop_ack_ticket(q, "w3", "w3-1", "pop ticket, 70 partitions") ==
+	    t5, "pop ticket: past 64 partitions in a batch, any pop waits");
+	is_int(queen_sync(q, t5), 0, "pop ticket: sync them");
+	ok(pop_ack_ticket(q, "w64", "w64-1", "pop ticket, 70 synced") == 0,
+	    "pop ticket: and not once they are synced");
+	fix_close(&f);
+}
+
 /*
  * A commit is in the kernel when it returns, even though core/vfs.c
  * gathers the log's writes: a child pushes at sync level normal (no fsync
@@ -1222,6 +1332,7 @@ main(void)
 	test_checkpoint();
 	test_lazy_batch();
 	test_deferred_batch();
+	test_pop_ticket();
 	test_kill_after_commit();
 	test_config();
 	test_persistence();
