@@ -135,6 +135,10 @@ struct store_ops {
 	bool (*io_failed)(struct store *st);
 
 	int (*begin)(struct store *st);
+	/* begin a batch: each call in it runs in a savepoint, and what runs
+	 * outside them only reads, so it need not lock what it reads (NULL:
+	 * begin) */
+	int (*begin_batch)(struct store *st);
 	int (*commit)(struct store *st);
 	void (*rollback)(struct store *st);
 	int (*savepoint)(struct store *st);

@@ -364,6 +364,8 @@ struct store {
 	enum queen_sync sync;
 	bool ro;
 	bool in_tx;
+	bool batch;             /* in_tx holds a batch: see locked() */
+	int sp;                 /* savepoints open */
 	bool broken;            /* the connection failed: reset before use */
 	bool listening;
 	bool corrupt;           /* the last failure was corruption */
@@ -622,11 +624,19 @@ changed_or_enoent(struct store *s, enum stmt id, const struct args *a)
 	return rc == 0 && n == 0 ? -ENOENT : rc;
 }
 
-/* The row-locking twin inside a read-write transaction. */
+/*
+ * The row-locking twin inside a call that writes: a transaction of its
+ * own, or a savepoint of a batch.  A batch's reads between its calls only
+ * read; had they locked, a read holding a cursor row until the batch's
+ * commit could deadlock with another daemon's call that locks that row
+ * and then one this batch locks next, and PostgreSQL's cure (aborting a
+ * statement outside any savepoint) failed the whole batch.
+ */
 static enum stmt
 locked(const struct store *s, enum stmt id)
 {
-	return s->in_tx && !s->ro ? (enum stmt)(id + 1) : id;
+	return s->in_tx && !s->ro && (!s->batch || s->sp > 0) ?
+	    (enum stmt)(id + 1) : id;
 }
 
 /* Binary integers of any width; NULL is 0. */
@@ -686,6 +696,8 @@ static void
 tx_reset(struct store *s, bool in_tx)
 {
 	s->in_tx = in_tx;
+	s->batch = false;
+	s->sp = 0;
 	s->adopted = 0;
 	s->nseen = 0;
 }
@@ -708,6 +720,15 @@ pg_begin(struct store *s)
 		return rc;
 	tx_reset(s, true);
 	return 0;
+}
+
+static int
+pg_begin_batch(struct store *s)
+{
+	int rc = pg_begin(s);
+
+	s->batch = rc == 0;
+	return rc;
 }
 
 static int
@@ -742,18 +763,25 @@ pg_rollback(struct store *s)
 static int
 pg_savepoint(struct store *s)
 {
-	return simple(s, "SAVEPOINT op");
+	int rc = simple(s, "SAVEPOINT op");
+
+	s->sp += rc == 0;
+	return rc;
 }
 
 static int
 pg_release(struct store *s)
 {
+	if (s->sp > 0)
+		s->sp--;
 	return simple(s, "RELEASE op");
 }
 
 static void
 pg_rollback_to(struct store *s)
 {
+	if (s->sp > 0)
+		s->sp--;
 	PQclear(PQexec(s->c, "ROLLBACK TO op"));
 	PQclear(PQexec(s->c, "RELEASE op"));
 }
@@ -1970,6 +1998,7 @@ static const struct store_ops pg_ops = {
 	.begin = pg_begin,
 	.commit = pg_commit,
 	.rollback = pg_rollback,
+	.begin_batch = pg_begin_batch,
 	.savepoint = pg_savepoint,
 	.release = pg_release,
 	.rollback_to = pg_rollback_to,

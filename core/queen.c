@@ -252,7 +252,8 @@ batch_begin(struct queen *q, bool durable, bool deferred)
 	if (q->ops->set_durable &&
 	    (rc = q->ops->set_durable(q->st, durable && !deferred)) != 0)
 		return storage_error(q, rc);
-	rc = q->ops->begin(q->st);
+	rc = q->ops->begin_batch ? q->ops->begin_batch(q->st) :
+	    q->ops->begin(q->st);
 	if (rc != 0)
 		return storage_error(q, rc);
 	q->batch_depth = 1;

@@ -8,6 +8,8 @@
 #include <errno.h>
 #include <libpq-fe.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,6 +93,76 @@ test_cross_handles(void)
 	is_int(pop1(b, Q, NULL, NULL, 1, &bb), -EAGAIN,
 	    "cross: and after the commit the lease holds (-EAGAIN)");
 	queen_batch_free(ba);
+	queen_close(b);
+	fix_close(&f);
+}
+
+struct ack_arg {
+	struct queen *q;
+	const char *lease;
+	struct queen_ack_result r;
+	int rc;
+	atomic_int done;
+};
+
+static void *
+ack_thread(void *arg)
+{
+	struct ack_arg *a = arg;
+
+	a->rc = ack1(a->q, Q, NULL, NULL, "r1", "completed", a->lease, &a->r);
+	atomic_store(&a->done, 1);
+	return NULL;
+}
+
+/*
+ * What a batch reads between its calls locks nothing.  A mount looks a
+ * lease up (the lookup of leased/<id>) inside its batch; had that taken
+ * the cursor row FOR UPDATE until the batch's commit, another daemon's
+ * ack of the lease would wait for it, and two daemons doing this the
+ * other way round deadlocked: PostgreSQL then aborted a statement outside
+ * any savepoint, and every request of the batch failed.
+ */
+static void
+test_batch_reads(void)
+{
+	struct fix f;
+	struct queen *a = fix_open(&f, "pgm-reads");
+	struct queen *b = open_other(&f, NULL);
+	struct queen_batch *bb = NULL;
+	struct queen_lease_info li;
+	struct ack_arg ack = { 0 };
+	pthread_t th;
+	int i, rc;
+
+	is_int(push1(a, Q, NULL, "r1", "x"), 1, "reads: push");
+	rc = pop1(b, Q, NULL, NULL, 1, &bb);
+	is_int(rc, 0, "reads: b leases it");
+	if (rc != 0) {
+		queen_close(b);
+		fix_close(&f);
+		return;
+	}
+	is_int(queen_batch_begin(a), 0, "reads: a opens a batch");
+	is_int(queen_lease_get(a, bb->lease_id, &li), 0,
+	    "reads: a looks the lease up inside it");
+	ack.q = b;
+	ack.lease = bb->lease_id;
+	if (pthread_create(&th, NULL, ack_thread, &ack) != 0) {
+		diag("pthread_create failed");
+		exit(1);
+	}
+	for (i = 0; i < 300 && !atomic_load(&ack.done); i++)
+		usleep(10000);
+	ok(atomic_load(&ack.done),
+	    "reads: b's ack of that lease went through while a's batch was "
+	    "open (it waited %d ms)", i * 10);
+	is_int(queen_batch_commit(a), 0, "reads: a commits");
+	pthread_join(th, NULL);
+	ok(ack.rc == 0 && ack.r.success, "reads: the ack succeeded (%s)",
+	    ack.r.error);
+	is_int(committed(a, Q, NULL, NULL), 1, "reads: a sees it committed");
+	queen_batch_free(bb);
 	queen_close(b);
 	fix_close(&f);
 }
@@ -404,6 +476,7 @@ main(void)
 	}
 	plan_lazy();
 	test_cross_handles();
+	test_batch_reads();
 	test_processes();
 	test_create_race();
 	test_events();
