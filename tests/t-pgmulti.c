@@ -396,6 +396,8 @@ test_events(void)
 	struct queen *b = open_other(&f, NULL);
 	struct queen *lite = NULL;
 	struct queen_options o = { 0 };
+	struct queen_batch *ba = NULL;
+	struct queen_ack_result ar;
 	struct names nm;
 	struct pollfd pfd;
 	char path[320];
@@ -418,6 +420,24 @@ test_events(void)
 	for (i = 0; i < nm.n; i++)
 		found += strcmp(nm.got[i], "evq") == 0;
 	ok(found >= 1, "events: the queue name arrived (%d names)", nm.n);
+
+	/* an ack is announced too: a reader parked on the queue in another
+	 * mount may take the partition now, or the redelivery */
+	is_int(pop1(a, "evq", NULL, NULL, 1, &ba), 0, "events: a leases e1");
+	memset(&nm, 0, sizeof(nm));
+	queen_events(b, name_cb, &nm);
+	is_int(poll(&pfd, 1, 200), 0, "events: a pop announces nothing");
+	rc = ack1(a, "evq", NULL, NULL, "e1", "completed",
+	    ba ? ba->lease_id : "x", &ar);
+	ok(rc == 0 && ar.success, "events: a acks e1");
+	is_int(poll(&pfd, 1, 5000), 1, "events: b's descriptor is readable "
+	    "after the ack");
+	memset(&nm, 0, sizeof(nm));
+	is_int(queen_events(b, name_cb, &nm), 0, "events: drained");
+	for (i = 0, found = 0; i < nm.n; i++)
+		found += strcmp(nm.got[i], "evq") == 0;
+	ok(found >= 1, "events: the ack named the queue (%d names)", nm.n);
+	queen_batch_free(ba);
 
 	snprintf(path, sizeof(path), "%s/lite.db", f.dir);
 	o.path = path;
