@@ -240,10 +240,6 @@ ack_unit(struct queen *q, const struct queen_ack_item *items,
 		goto out;
 	if ((rc = q->ops->cursor_put(q->st, &c)) != 0)
 		goto out;
-	/* other mounts' readers parked on this queue may take the
-	 * partition now, or the redelivery */
-	if (q->ops->notify && (rc = q->ops->notify(q->st, u->qr.name)) != 0)
-		goto out;
 	for (i = 0; i < u->n; i++) {
 		struct queen_ack_result *r = &res[u->idx[i]];
 
@@ -253,6 +249,10 @@ ack_unit(struct queen *q, const struct queen_ack_item *items,
 		r->lease_released = release && live;
 		r->dlq = dl && rv[i].off == sig && rv[i].st == sst;
 	}
+	/* other mounts' readers parked on this queue may take the
+	 * partition now, or the redelivery */
+	if (q->ops->notify)
+		rc = q->ops->notify(q->st, u->qr.name);
 out:
 	free(rv);
 	return rc;
