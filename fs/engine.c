@@ -383,10 +383,15 @@ run_batch(struct job *list)
 		    (unsigned long long)n, queen_errmsg(q));
 		queen_batch_rollback(q);
 		E.c.commit_failures++;
-		/* a full disk is worth saying: the writer may free space */
-		for (j = list; j; j = j->next)
+		/* a full disk is worth saying: the writer may free space.
+		 * A pop of this batch's own push named the ticket this commit
+		 * would have had, which the next commit gets instead: forget
+		 * it, or its sync would count as that commit's. */
+		for (j = list; j; j = j->next) {
 			if (j->write && j->rc == 0)
 				j->rc = crc == -ENOSPC ? -ENOSPC : -EIO;
+			j->need = 0;
+		}
 	} else if (brc == 0) {
 		ticket = queen_sync_ticket(q);
 	}
