@@ -3,7 +3,7 @@
 # `leased/<lease>/<txid>` lines; looking never consumes; the leased file
 # holds the payload and user.queen.* xattrs; batch; ENODATA after `wait`,
 # EAGAIN under O_NONBLOCK; one open is one pop; fairness across
-# partitions; delay and window_buffer.
+# partitions; delay and window_buffer; no FLUSH for read-only closes.
 . "$(dirname "$0")/lib.sh"
 mount_queenfs
 
@@ -272,6 +272,25 @@ test_expect_success 'window_buffer holds back a partition until its newest messa
 	sleep 1 &&
 	pop >line &&
 	grep -q "^leased/[^/]*/w1$" line
+'
+
+# A close can only report an error of something written: the daemon asks
+# the kernel for no FLUSH on files opened read-only (two requests of every
+# push-pop-read-ack cycle).  Counted in the -d request log.
+test_expect_success 'closing what was opened read-only sends no FLUSH; a push does' '
+	DAEMON_ARGS=-d && remount &&
+	q_init noflush &&
+	printf x >"$Q/f1" &&
+	: >"$DAEMON_LOG" &&
+	line=$(pop) &&
+	cat "$Q/$line" >/dev/null &&
+	cat "$Q/config" "$Q/stats" >/dev/null &&
+	test_is 0 "$(grep -c "opcode: FLUSH" "$DAEMON_LOG")" "FLUSHes of reads" &&
+	grep -q "opcode: READ" "$DAEMON_LOG" &&
+	printf y >"$Q/f2" &&
+	# the shell closes twice (the file and its dup on stdout)
+	test "$(grep -c "opcode: FLUSH" "$DAEMON_LOG")" -ge 1 &&
+	DAEMON_ARGS= && remount
 '
 
 test_done
