@@ -333,7 +333,7 @@ void lease_seen(const char *id);
 void lease_acked(const char *id, const char *txid);
 bool lease_known(const char *id, const char *txid);
 int push_pending(struct queen *q, struct pending *p, const char *txid,
-    const char *buf, size_t len, bool excl, struct job *j, bool *dup);
+    const char *buf, size_t len, bool excl, char **notify, bool *dup);
 struct msginfo;
 int msg_info(struct queen *q, struct node *n, bool want_payload,
     struct msginfo *mi);

@@ -31,7 +31,7 @@ struct push_job {
 
 int
 push_pending(struct queen *q, struct pending *p, const char *txid,
-    const char *buf, size_t len, bool excl, struct job *j, bool *dup)
+    const char *buf, size_t len, bool excl, char **notify, bool *dup)
 {
 	struct queen_push_item it;
 	struct queen_push_result res;
@@ -62,7 +62,7 @@ push_pending(struct queen *q, struct pending *p, const char *txid,
 		if ((rc = queen_push(q, &it, 1, excl, &res)) == 0) {
 			*dup = res.status == QUEEN_PUSH_DUPLICATE;
 			engine_count_push(*dup);
-			j->notify = strdup(p->queue);
+			*notify = strdup(p->queue);
 		}
 		break;
 	}
@@ -79,7 +79,7 @@ push_run(struct job *j, struct queen *q)
 	struct push_job *pj = (struct push_job *)j;
 
 	j->rc = push_pending(q, pj->pe, pj->txid, pj->buf, pj->len, pj->excl,
-	    j, &pj->dup);
+	    &j->notify, &pj->dup);
 }
 
 /* After the commit: the file is published, or dirty again. */
