@@ -292,6 +292,11 @@ queen_batch_commit(struct queen *q)
 	q->ticket = 0;
 	rc = q->ops->commit(q->st);
 	if (rc != 0) {
+		/* a pop of this batch's own push named the ticket it would
+		 * have had (queen_pop_ticket): burn it, so that no later
+		 * commit is taken for synced by a sync up to that number */
+		if (q->deferred)
+			atomic_fetch_add(&q->seq, 1);
 		q->npend = 0;
 		q->ops->rollback(q->st);
 		return storage_error(q, rc);

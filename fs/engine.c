@@ -383,15 +383,10 @@ run_batch(struct job *list)
 		    (unsigned long long)n, queen_errmsg(q));
 		queen_batch_rollback(q);
 		E.c.commit_failures++;
-		/* a full disk is worth saying: the writer may free space.
-		 * A pop of this batch's own push named the ticket this commit
-		 * would have had, which the next commit gets instead: forget
-		 * it, or its sync would count as that commit's. */
-		for (j = list; j; j = j->next) {
+		/* a full disk is worth saying: the writer may free space */
+		for (j = list; j; j = j->next)
 			if (j->write && j->rc == 0)
 				j->rc = crc == -ENOSPC ? -ENOSPC : -EIO;
-			j->need = 0;
-		}
 	} else if (brc == 0) {
 		ticket = queen_sync_ticket(q);
 	}
@@ -446,9 +441,8 @@ maintain(void)
 	/* nobody waits for this one: a crash before the sync loses a
 	 * timer's push and its removal together, and it fires later (a
 	 * pop of what it pushed waits for the sync, as for any push) */
-	if (rows > 0)
+	if (rows > 0)   /* an idle tick wrote nothing: no fsync for it */
 		hold_for_sync(queen_sync_ticket(q), NULL);
-	/* an idle tick wrote nothing: no fsync for it */
 	/* the log's pages go to the database here, once a second, rather
 	 * than inside whichever request's commit crosses SQLite's mark */
 	if (queen_checkpoint(q) < 0)
