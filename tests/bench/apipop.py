@@ -11,22 +11,10 @@ import os
 import sys
 import time
 
-CHUNK = 64 * 1024   # one FUSE READ each, as in loadapi.c
-
-
-def call(mnt, endpoint, body):
-    fd = os.open("%s/api/%s" % (mnt, endpoint), os.O_RDWR)
-    try:
-        os.write(fd, body)
-        parts = []
-        while True:
-            b = os.read(fd, CHUNK)
-            if not b:
-                break
-            parts.append(b)
-    finally:
-        os.close(fd)
-    return json.loads(b"".join(parts))
+# one api/ call as the mount tests make it (tests/qapi_base.py)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                ".."))
+from qapi_base import call  # noqa: E402
 
 
 def main():
@@ -40,7 +28,9 @@ def main():
     t0 = time.monotonic()
     end = t0 + dur
     while time.monotonic() < end:
-        ans = call(mnt, "pop", req)
+        ans, closed = call("pop", req, mnt=mnt)
+        if closed != "ok":
+            sys.exit("apipop.py: close() of api/pop: " + closed)
         msgs = ans.get("messages") or []
         if not ans.get("success") or not msgs:
             break
