@@ -276,8 +276,11 @@ struct store_ops {
 	 * second thread while the store is in use (NULL: commits at the
 	 * durable level are durable by themselves) */
 	int (*sync)(struct store *st);
-	/* copy the log into the database (NULL: nothing to do) */
+	/* copy the log into the database, now or soon (NULL: nothing to
+	 * do); checkpoints: how many ran beside the writer and in it */
 	int (*checkpoint)(struct store *st);
+	void (*checkpoints)(struct store *st, uint64_t *beside,
+	    uint64_t *in_writer);
 };
 
 #define FRESH_SLOTS 1024

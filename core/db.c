@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -265,6 +266,9 @@ struct store {
 	int walfd;
 	unsigned syncs;
 	bool fault;             /* opened through the fault hook's VFS */
+	struct ckpt *ck;        /* the checkpointer (read-write stores) */
+	dev_t dev;              /* the file, while registered as open */
+	ino_t ino;
 	char err[256];
 };
 
@@ -406,6 +410,69 @@ one_int(struct store *s, sqlite3_stmt *st, int64_t *out)
 
 /* ---- connection ---- */
 
+/*
+ * One read-write store per file in a process.  Another process is kept
+ * out by the lock "unix-excl" holds, but a connection of this process
+ * would share it, and the engine counts on being the file's only writer
+ * (its pop tickets, its view of what is synced).
+ */
+static pthread_mutex_t open_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct store **open_list;
+static size_t open_n, open_cap;
+
+static int
+register_file(struct store *s, const char *path)
+{
+	struct stat sb;
+	size_t i;
+	int rc = 0;
+
+	if (stat(path, &sb) != 0)
+		return -errno;
+	pthread_mutex_lock(&open_mu);
+	for (i = 0; i < open_n; i++)
+		if (open_list[i]->dev == sb.st_dev &&
+		    open_list[i]->ino == sb.st_ino)
+			rc = -EBUSY;
+	if (rc == 0 && open_n == open_cap) {
+		size_t cap = open_cap ? open_cap * 2 : 4;
+		struct store **l = realloc(open_list, cap * sizeof(*l));
+
+		if (l) {
+			open_list = l;
+			open_cap = cap;
+		} else {
+			rc = -ENOMEM;
+		}
+	}
+	if (rc == 0) {
+		s->dev = sb.st_dev;
+		s->ino = sb.st_ino;
+		open_list[open_n++] = s;
+	}
+	pthread_mutex_unlock(&open_mu);
+	return rc;
+}
+
+static void
+unregister(struct store *s)
+{
+	size_t i;
+
+	pthread_mutex_lock(&open_mu);
+	for (i = 0; i < open_n; i++)
+		if (open_list[i] == s) {
+			open_list[i] = open_list[--open_n];
+			break;
+		}
+	if (open_n == 0) {
+		free(open_list);
+		open_list = NULL;
+		open_cap = 0;
+	}
+	pthread_mutex_unlock(&open_mu);
+}
+
 static void
 s_close(struct store *s)
 {
@@ -413,9 +480,11 @@ s_close(struct store *s)
 
 	if (!s)
 		return;
+	ckpt_stop(s->ck, s->db);
 	for (i = 0; i < ST__N; i++)
 		sqlite3_finalize(s->st[i]);
 	sqlite3_close(s->db);
+	unregister(s);
 	if (s->walfd >= 0)
 		close(s->walfd);
 	free(s->wal_path);
@@ -436,7 +505,26 @@ s_io_failed(struct store *s)
 	return p == SQLITE_IOERR || p == SQLITE_CORRUPT || p == SQLITE_NOTADB;
 }
 
-static int s_begin(struct store *s) { return exec_simple(s, ST_BEGIN); }
+/* A checkpoint that failed on the disk stops every later transaction. */
+static int
+ckpt_check(struct store *s)
+{
+	int rc = ckpt_failed(s->ck, s->err, sizeof(s->err));
+
+	if (rc == 0)
+		return 0;
+	s->last_rc = rc;
+	return db_errno(rc);
+}
+
+static int
+s_begin(struct store *s)
+{
+	int rc = ckpt_check(s);
+
+	return rc ? rc : exec_simple(s, ST_BEGIN);
+}
+
 static int s_commit(struct store *s) { return exec_simple(s, ST_COMMIT); }
 static int s_savepoint(struct store *s) { return exec_simple(s, ST_SAVEPOINT); }
 static int s_release(struct store *s) { return exec_simple(s, ST_RELEASE); }
@@ -1634,8 +1722,9 @@ s_set_durable(struct store *s, bool durable)
  * Make every commit so far durable: an fdatasync of the write-ahead log
  * through a descriptor of our own, so that it may run on another thread
  * while the connection goes on writing (an fsync covers the file, not the
- * descriptor).  The log is created once and kept while the database is
- * open in exclusive mode; a log that has gone (nlink 0) is opened again.
+ * descriptor).  SQLite keeps the log while the database is open (the
+ * last connection to close deletes it); a log that has gone anyway
+ * (nlink 0) is opened again.
  * The first time, the directory is synced too, as SQLite would for a new
  * log.  The fault hook counts this as one fsync.
  */
@@ -1682,13 +1771,28 @@ s_sync(struct store *s)
 	return 0;
 }
 
+/* The tick's: the checkpointer's thread takes it (ckpt.c). */
 static int
 s_checkpoint(struct store *s)
 {
-	int rc = sqlite3_wal_checkpoint_v2(s->db, "main",
-	    SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+	int rc;
 
-	return rc == SQLITE_OK ? 0 : fail(s, rc);
+	if (!s->ck)
+		return 0;
+	if ((rc = ckpt_check(s)) != 0)
+		return rc;
+	ckpt_kick(s->ck);
+	return 0;
+}
+
+static void
+s_checkpoints(struct store *s, uint64_t *beside, uint64_t *in_writer)
+{
+	unsigned long b, w;
+
+	ckpt_counts(s->ck, &b, &w);
+	*beside = b;
+	*in_writer = w;
 }
 
 static const struct store_ops sqlite_ops = {
@@ -1759,7 +1863,14 @@ static const struct store_ops sqlite_ops = {
 	.set_durable = s_set_durable,
 	.sync = s_sync,
 	.checkpoint = s_checkpoint,
+	.checkpoints = s_checkpoints,
 };
+
+static bool
+read_only(struct store *s, const struct queen_options *opt)
+{
+	return opt->read_only || sqlite3_db_readonly(s->db, "main") == 1;
+}
 
 /* Pragmas, in one place. */
 static int
@@ -1770,10 +1881,16 @@ configure(struct store *s, const struct queen_options *opt)
 
 	sqlite3_busy_timeout(s->db, 5000);
 	sqlite3_extended_result_codes(s->db, 1);
+	/* A read-only connection keeps the file locked and the wal-index in
+	 * its heap: it may not be able to create a -shm file, and has no
+	 * checkpointer beside it.  A writer shares both with its
+	 * checkpointer (ckpt.c). */
 	rc = sqlite3_exec(s->db, "PRAGMA foreign_keys = ON; "
-	    "PRAGMA cache_size = -4096; PRAGMA temp_store = MEMORY; "
-	    "PRAGMA locking_mode = EXCLUSIVE", NULL,
+	    "PRAGMA cache_size = -4096; PRAGMA temp_store = MEMORY", NULL,
 	    NULL, &msg);
+	if (rc == SQLITE_OK && read_only(s, opt))
+		rc = sqlite3_exec(s->db, "PRAGMA locking_mode = EXCLUSIVE",
+		    NULL, NULL, &msg);
 	if (rc == SQLITE_OK && !opt->read_only)
 		rc = sqlite3_exec(s->db, "PRAGMA journal_mode = WAL", NULL, NULL,
 		    &msg);
@@ -1817,6 +1934,11 @@ db_open(const struct queen_options *opt, struct store **out,
 		rc = db_errno(s->db ? sqlite3_extended_errcode(s->db) : rc);
 		goto out_close;
 	}
+	if ((rc = register_file(s, opt->path)) != 0) {
+		snprintf(err, errlen, "%s: %s", opt->path, rc == -EBUSY ?
+		    "already open in this process" : strerror(-rc));
+		goto out_close;
+	}
 	s->sync = opt->sync;
 	if ((rc = configure(s, opt)) != 0) {
 		snprintf(err, errlen, "%s: %s", opt->path, s->err);
@@ -1830,6 +1952,9 @@ db_open(const struct queen_options *opt, struct store **out,
 		rc = -ENOMEM;
 		goto out_close;
 	}
+	if (!read_only(s, opt) && (rc = ckpt_start(s->db, opt->path, vfs,
+	    sync_sql[opt->sync], &s->ck, err, errlen)) != 0)
+		goto out_close;
 	*out = s;
 	*ops = &sqlite_ops;
 	return 0;

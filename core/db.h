@@ -19,4 +19,16 @@ int queen_vfs(const char *spec, const char **name, char *err, size_t errlen);
 /* true when the hook says this fsync of the log (s_sync's own) must fail */
 bool fault_fsync_fails(void);
 
+/* ckpt.c: the checkpointer thread beside a store's connection db */
+struct ckpt;
+int ckpt_start(sqlite3 *db, const char *path, const char *vfs,
+    const char *sync_sql, struct ckpt **out, char *err, size_t errlen);
+void ckpt_stop(struct ckpt *c, sqlite3 *db);
+/* ask for a round now; returns at once */
+void ckpt_kick(struct ckpt *c);
+/* the SQLite code of a checkpoint that failed for good (0: none), and why */
+int ckpt_failed(struct ckpt *c, char *why, size_t len);
+/* rounds run by the thread; checkpoints the writer ran itself */
+void ckpt_counts(struct ckpt *c, unsigned long *rounds, unsigned long *hard);
+
 #endif

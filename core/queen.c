@@ -324,6 +324,15 @@ queen_checkpoint(struct queen *q)
 	return 0;
 }
 
+void
+queen_checkpoint_counts(struct queen *q, uint64_t *beside,
+    uint64_t *in_writer)
+{
+	*beside = *in_writer = 0;
+	if (q->ops->checkpoints)
+		q->ops->checkpoints(q->st, beside, in_writer);
+}
+
 uint64_t
 queen_sync_ticket(struct queen *q)
 {

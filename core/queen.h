@@ -533,13 +533,22 @@ int queen_stats_get(struct queen *q, const char *queue, const char *group,
  */
 ssize_t queen_maintain(struct queen *q, bool *more);
 /*
- * queen_checkpoint - copy what the write-ahead log holds into the database
- * now, outside any batch, so that the commit that would have crossed the
- * log's size mark does not pay for it (a few milliseconds).  For a caller
- * with a quiet moment, such as the mount's one-second tick.  0, or what
- * the store answered; a no-op where there is no such log (PostgreSQL).
+ * queen_checkpoint - ask for what the write-ahead log holds to be copied
+ * into the database soon, outside any batch.  SQLite stores copy it on a
+ * thread of their own beside the writer, also unasked after every 1000
+ * pages of log; this call is for a caller with a quiet moment, such as
+ * the mount's one-second tick, and returns at once.  0; -EBUSY inside a
+ * batch; -EIO once a checkpoint has failed on the disk (queen_failed then
+ * says so).  A no-op where there is no such log (PostgreSQL).
  */
 int queen_checkpoint(struct queen *q);
+/*
+ * queen_checkpoint_counts - checkpoints run so far: *beside on the store's
+ * own thread, *in_writer by the writer itself, when the log reached 4000
+ * pages with a few frames still to copy.  Both 0 where there is no log.
+ */
+void queen_checkpoint_counts(struct queen *q, uint64_t *beside,
+    uint64_t *in_writer);
 
 /* ---- KV ---- */
 

@@ -1,6 +1,8 @@
 /*
  * vfs.c - the SQLite VFS every store opens through: a thin wrapper around
- * the default VFS that does two things.
+ * SQLite's "unix-excl" VFS (the unix one, except that it locks the file
+ * against other processes once and for all, and keeps the wal-index in
+ * the heap, shared by this process's connections) that does two things.
  *
  * It gathers the write-ahead log's writes.  SQLite writes each frame of a
  * commit as two pwrite(2) calls (a 24-byte header, then the page), so a
@@ -447,9 +449,11 @@ fill(sqlite3_vfs *w, const char *name)
 static void
 reg(void)
 {
-	real = sqlite3_vfs_find(NULL);
+	/* the unix VFS that locks the file against other processes once,
+	 * and keeps the wal-index in this process's heap (see ckpt.c) */
+	real = sqlite3_vfs_find("unix-excl");
 	if (!real) {
-		reg_rc = SQLITE_ERROR;
+		reg_rc = SQLITE_NOTFOUND;
 		return;
 	}
 	fill(&plain, PLAIN_VFS);
@@ -496,7 +500,9 @@ queen_vfs(const char *spec, const char **name, char *err, size_t errlen)
 	}
 	pthread_once(&once, reg);
 	if (reg_rc != SQLITE_OK) {
-		snprintf(err, errlen, "cannot register the %s VFS", PLAIN_VFS);
+		snprintf(err, errlen, reg_rc == SQLITE_NOTFOUND ?
+		    "this SQLite has no unix-excl VFS" :
+		    "cannot register the %s VFS", PLAIN_VFS);
 		return -EIO;
 	}
 	if (!spec) {

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -20,6 +21,8 @@
 #include "tap.h"
 
 #define Q "store"
+
+static const char *self;        /* argv[0], to run again */
 
 static int64_t
 my_clock(void *arg)
@@ -1295,13 +1298,33 @@ file_size(const char *path)
 	return stat(path, &st) == 0 ? (long long)st.st_size : -1;
 }
 
-/* A checkpoint moves the log's pages into the database file, not in a batch. */
+/* The checkpointer's rounds so far, waiting up to 5 s for more than n. */
+static uint64_t
+rounds_past(struct queen *q, uint64_t n)
+{
+	uint64_t beside = 0, in_writer;
+	int i;
+
+	for (i = 0; i < 500; i++) {
+		queen_checkpoint_counts(q, &beside, &in_writer);
+		if (beside > n)
+			break;
+		usleep(10000);
+	}
+	return beside;
+}
+
+/*
+ * queen_checkpoint asks the store's own thread to move the log's pages
+ * into the database file; it is refused inside a batch.
+ */
 static void
 test_checkpoint(void)
 {
 	struct fix f;
 	struct queen *q = fix_open(&f, "store-ckpt");
-	long long before, after;
+	long long before, after = 0;
+	uint64_t b0, w0;
 	int i;
 
 	if (fix_is_pg()) {
@@ -1314,8 +1337,11 @@ test_checkpoint(void)
 	for (i = 0; i < 300; i++)
 		push1(q, Q, NULL, NULL, "0123456789abcdef0123456789abcdef");
 	before = file_size(f.path);
+	queen_checkpoint_counts(q, &b0, &w0);
 	is_int(queen_checkpoint(q), 0, "checkpoint: after 300 pushes");
-	after = file_size(f.path);
+	ok(rounds_past(q, b0) > b0, "checkpoint: the thread ran a round");
+	for (i = 0; i < 500 && (after = file_size(f.path)) <= before; i++)
+		usleep(10000);
 	ok(after > before, "checkpoint: the database file grew (%lld -> %lld)",
 	    before, after);
 	is_int(queen_batch_begin(q), 0, "checkpoint: a batch");
@@ -1325,11 +1351,182 @@ test_checkpoint(void)
 	fix_close(&f);
 }
 
-int
-main(void)
+static int
+sync_open(struct fix *f, enum queen_sync sync, const char *fault,
+    struct queen **out)
 {
+	struct queen_options o = { 0 };
+
+	o.path = f->path;
+	o.sync = sync;
+	o.fault = fault;
+	o.clock = my_clock;
+	o.clock_arg = f;
+	return queen_open(&o, out);
+}
+
+/*
+ * Unasked, the log is copied beside the writer and stays bounded: 6000
+ * pushes in their own transactions write some 24,000 pages of log
+ * (about 100 MB); the log file must stay under 4000 pages and a commit's.
+ */
+static void
+test_checkpoint_beside(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "store-beside");
+	char wal[PATH_MAX];
+	uint64_t beside, in_writer;
+	long long size;
+	int i, bad = 0;
+
+	if (fix_is_pg()) {
+		skip(4, "SQLite's log");
+		fix_close(&f);
+		return;
+	}
+	snprintf(wal, sizeof(wal), "%s-wal", f.path);
+	for (i = 0; i < 6000; i++)
+		if (push1(q, Q, NULL, NULL, "a payload of some thirty bytes") !=
+		    i + 1)
+			bad++;
+	is_int(bad, 0, "beside: 6000 pushes");
+	ok(rounds_past(q, 0) > 0, "beside: the thread ran rounds unasked");
+	size = file_size(wal);
+	ok(size > 0 && size < (4000 + 64) * 4120LL,
+	    "beside: the log stayed bounded (%lld bytes)", size);
+	queen_checkpoint_counts(q, &beside, &in_writer);
+	diag("beside: %llu rounds on the thread, %llu in the writer",
+	    (unsigned long long)beside, (unsigned long long)in_writer);
+	restart(&f);
+	is_int(tail_of(f.q, Q, NULL), 6000, "beside: all there after a reopen");
+	fix_close(&f);
+}
+
+/*
+ * A checkpoint that fails on the disk stops the writes, as any other
+ * storage failure does, and loses nothing.  The hook fails the first fsync
+ * after N; N grows until the open and 20 pushes at sync normal (whose only
+ * fsyncs are a new log's header) get through, so the next fsync is the
+ * checkpoint's.
+ */
+static void
+test_checkpoint_fails(void)
+{
+	struct fix f;
+	struct queen *q = NULL;
+	char why[300] = "", spec[32];
+	int64_t tail = 0;
+	int i, n, rc = 0;
+
+	fix_open(&f, "store-ckfail");
+	if (fix_is_pg()) {
+		skip(5, "SQLite's log");
+		fix_close(&f);
+		return;
+	}
+	queen_close(f.q);
+	f.q = NULL;
+	for (n = 0; n < 16 && !q; n++) {
+		snprintf(spec, sizeof(spec), "fsync:%d", n);
+		if (sync_open(&f, QUEEN_SYNC_NORMAL, spec, &q) != 0)
+			continue;
+		for (i = 0; i < 20 && push1(q, Q, NULL, NULL, "kept") > 0; i++)
+			;
+		if (i < 20) {
+			queen_close(q);
+			q = NULL;
+		}
+	}
+	ok(q != NULL, "ckfail: open and 20 pushes with the fsync after %d "
+	    "failing", n - 1);
+	if (!q) {
+		skip(4, "no store");
+		fix_close(&f);
+		return;
+	}
+	tail = tail_of(q, Q, NULL);
+	is_int(queen_checkpoint(q), 0, "ckfail: asked");
+	for (i = 0; i < 500; i++) {
+		if ((rc = push1(q, Q, NULL, NULL, "late")) < 0)
+			break;
+		tail = rc;
+		usleep(10000);
+	}
+	is_int(rc, -EIO, "ckfail: a later push is refused with -EIO");
+	ok(queen_failed(q, why, sizeof(why)) && strstr(why, "checkpoint"),
+	    "ckfail: queen_failed says why (%s)", why);
+	is_int(tail_of(q, Q, NULL), tail, "ckfail: reads still work");
+	queen_close(q);
+	fix_reopen(&f);
+	is_int(tail_of(f.q, Q, NULL), tail, "ckfail: every push that "
+	    "returned is there after a reopen");
+	fix_close(&f);
+}
+
+/*
+ * One store per file: a second open in this process is refused at once,
+ * another process's after the busy timeout, and neither disturbs the
+ * first.
+ */
+static void
+test_one_writer(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "store-one"), *q2 = NULL;
+	int status = -1;
+	pid_t pid;
+
+	if (fix_is_pg()) {
+		skip(5, "SQLite's lock");
+		fix_close(&f);
+		return;
+	}
+	push1(q, Q, NULL, "m1", "x");
+	is_int(raw_open(&f, f.path, false, &q2), -EBUSY,
+	    "one: a second open in this process is -EBUSY");
+	ok(q2 == NULL, "one: and hands back no store");
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {     /* a new program: no memory of this one's opens */
+		execl(self, self, "--open", f.path, (char *)NULL);
+		_exit(3);
+	}
+	if (pid > 0)
+		waitpid(pid, &status, 0);
+	ok(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	    "one: another process's open is -EBUSY (status %d)", status);
+	is_int(push1(q, Q, NULL, "m2", "y"), 2, "one: the first still writes");
+	restart(&f);
+	is_int(tail_of(f.q, Q, NULL), 2, "one: and its writes are there");
+	fix_close(&f);
+}
+
+/* t-store --open PATH: exit 0 if the open is refused with -EBUSY */
+static int
+open_only(const char *path)
+{
+	struct queen_options o = { 0 };
+	struct queen *q = NULL;
+	int rc;
+
+	o.path = path;
+	rc = queen_open(&o, &q);
+	queen_close(q);
+	return rc == -EBUSY ? 0 : rc == 0 ? 1 : 2;
+}
+
+int
+main(int argc, char **argv)
+{
+	if (argc == 3 && strcmp(argv[1], "--open") == 0)
+		return open_only(argv[2]);
+	self = argv[0];
 	plan_lazy();
 	test_checkpoint();
+	test_checkpoint_beside();
+	test_checkpoint_fails();
+	test_one_writer();
 	test_lazy_batch();
 	test_deferred_batch();
 	test_pop_ticket();

@@ -1,0 +1,204 @@
+/*
+ * ckpt.c - the SQLite store's checkpointer: a thread with a connection of
+ * its own that copies the write-ahead log into the database while the
+ * store's connection goes on writing.
+ *
+ * A checkpoint in the writer's commit (SQLite's default, at 1000 pages)
+ * holds every request behind it for an fsync of the log, the copy and an
+ * fsync of the database: 5-8 ms on this kind of disk, the tail of every
+ * latency the mount measures.  Here the writer's commit hook only wakes
+ * the thread, once per CKPT_SOFT pages written; the thread's passive
+ * checkpoint takes no writer lock, so commits go on meanwhile.
+ *
+ * The log can start again from its beginning only when a write finds all
+ * of it copied, and a writer that never pauses keeps it a few frames
+ * ahead of the thread.  So at CKPT_HARD pages the writer copies the rest
+ * itself, as SQLite would have, and the next write restarts the log; by
+ * then the thread has copied and synced almost all of it, so the writer's
+ * share is small.  The log stays under CKPT_HARD pages (16 MiB).
+ *
+ * Both connections open through the same VFS ("unix-excl" underneath,
+ * vfs.c): the wal-index lives in this process's heap, a lock taken by one
+ * connection costs the other no system call, and no other process can
+ * open the file.  A checkpoint that fails with an I/O error or corruption
+ * is kept, and ckpt_failed() reports it: the store then stops writing.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "db.h"
+
+#define CKPT_SOFT 1000  /* pages: wake the thread (SQLite's own mark) */
+#define CKPT_HARD 4000  /* pages: the writer copies the rest itself */
+
+struct ckpt {
+	sqlite3 *db;            /* the thread's own connection */
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool want, stop;        /* under mu */
+	int mark;               /* the writer's: CKPT_SOFT marks passed */
+	_Atomic int failed;     /* SQLite code of a failed checkpoint */
+	char why[200];          /* its message, written once before failed */
+	_Atomic unsigned long rounds, hard;
+};
+
+/* Keep the first failure that means the disk or the file is bad. */
+static void
+note(struct ckpt *c, sqlite3 *db, int rc)
+{
+	int p = rc & 0xff, none = 0;
+
+	if (p != SQLITE_IOERR && p != SQLITE_CORRUPT && p != SQLITE_NOTADB)
+		return;         /* busy, full: the next round tries again */
+	pthread_mutex_lock(&c->mu);
+	if (atomic_load(&c->failed) == 0) {
+		snprintf(c->why, sizeof(c->why), "checkpoint: %s",
+		    sqlite3_errmsg(db));
+		atomic_compare_exchange_strong(&c->failed, &none, rc);
+	}
+	pthread_mutex_unlock(&c->mu);
+}
+
+void
+ckpt_kick(struct ckpt *c)
+{
+	pthread_mutex_lock(&c->mu);
+	c->want = true;
+	pthread_cond_signal(&c->cv);
+	pthread_mutex_unlock(&c->mu);
+}
+
+/* SQLite's commit hook on the store's connection, on the writer's thread. */
+static int
+on_commit(void *arg, sqlite3 *db, const char *name, int pages)
+{
+	struct ckpt *c = arg;
+	int rc;
+
+	if (pages < CKPT_SOFT) {
+		c->mark = 0;
+		return SQLITE_OK;
+	}
+	if (pages >= CKPT_HARD) {
+		rc = sqlite3_wal_checkpoint_v2(db, name,
+		    SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+		if (rc != SQLITE_OK)
+			note(c, db, rc);
+		atomic_fetch_add(&c->hard, 1);
+		return SQLITE_OK;       /* the commit itself has happened */
+	}
+	if (pages / CKPT_SOFT > c->mark) {
+		c->mark = pages / CKPT_SOFT;
+		ckpt_kick(c);
+	}
+	return SQLITE_OK;
+}
+
+static void *
+loop(void *arg)
+{
+	struct ckpt *c = arg;
+	int rc;
+
+	pthread_mutex_lock(&c->mu);
+	for (;;) {
+		while (!c->want && !c->stop)
+			pthread_cond_wait(&c->cv, &c->mu);
+		if (c->stop)
+			break;
+		c->want = false;
+		pthread_mutex_unlock(&c->mu);
+		rc = sqlite3_wal_checkpoint_v2(c->db, "main",
+		    SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+		if (rc != SQLITE_OK)
+			note(c, c->db, rc);
+		atomic_fetch_add(&c->rounds, 1);
+		pthread_mutex_lock(&c->mu);
+	}
+	pthread_mutex_unlock(&c->mu);
+	return NULL;
+}
+
+int
+ckpt_start(sqlite3 *db, const char *path, const char *vfs,
+    const char *sync_sql, struct ckpt **out, char *err, size_t errlen)
+{
+	struct ckpt *c = calloc(1, sizeof(*c));
+	char *msg = NULL;
+	int rc;
+
+	*out = NULL;
+	if (!c)
+		return -ENOMEM;
+	pthread_mutex_init(&c->mu, NULL);
+	pthread_cond_init(&c->cv, NULL);
+	rc = sqlite3_open_v2(path, &c->db, SQLITE_OPEN_READWRITE |
+	    SQLITE_OPEN_NOMUTEX, vfs);
+	/* a read opens the log, which a checkpoint needs; the cache only
+	 * serves that read: a checkpoint copies frame by frame */
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(c->db, "PRAGMA cache_size = 8; "
+		    "SELECT count(*) FROM sqlite_schema", NULL, NULL, &msg);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(c->db, sync_sql, NULL, NULL, &msg);
+	if (rc == SQLITE_OK && pthread_create(&c->th, NULL, loop, c) != 0)
+		rc = SQLITE_NOMEM;
+	if (rc != SQLITE_OK) {
+		snprintf(err, errlen, "checkpointer: %s", msg ? msg :
+		    c->db ? sqlite3_errmsg(c->db) : "out of memory");
+		sqlite3_free(msg);
+		rc = db_errno(c->db ? sqlite3_extended_errcode(c->db) : rc);
+		sqlite3_close(c->db);
+		pthread_cond_destroy(&c->cv);
+		pthread_mutex_destroy(&c->mu);
+		free(c);
+		return rc ? rc : -EIO;
+	}
+	sqlite3_wal_hook(db, on_commit, c);
+	*out = c;
+	return 0;
+}
+
+/* Stop the thread (a round under way finishes first) and close. */
+void
+ckpt_stop(struct ckpt *c, sqlite3 *db)
+{
+	if (!c)
+		return;
+	sqlite3_wal_hook(db, NULL, NULL);
+	pthread_mutex_lock(&c->mu);
+	c->stop = true;
+	pthread_cond_signal(&c->cv);
+	pthread_mutex_unlock(&c->mu);
+	pthread_join(c->th, NULL);
+	sqlite3_close(c->db);
+	pthread_cond_destroy(&c->cv);
+	pthread_mutex_destroy(&c->mu);
+	free(c);
+}
+
+int
+ckpt_failed(struct ckpt *c, char *why, size_t len)
+{
+	int rc = c ? atomic_load(&c->failed) : 0;
+
+	if (rc) {
+		pthread_mutex_lock(&c->mu);
+		snprintf(why, len, "%s", c->why);
+		pthread_mutex_unlock(&c->mu);
+	}
+	return rc;
+}
+
+void
+ckpt_counts(struct ckpt *c, unsigned long *rounds, unsigned long *hard)
+{
+	*rounds = c ? atomic_load(&c->rounds) : 0;
+	*hard = c ? atomic_load(&c->hard) : 0;
+}
