@@ -443,8 +443,8 @@ maintain(void)
 	 * pop of what it pushed waits for the sync, as for any push) */
 	if (rows > 0)   /* an idle tick wrote nothing: no fsync for it */
 		hold_for_sync(queen_sync_ticket(q), NULL);
-	/* the log's pages go to the database here, once a second, rather
-	 * than inside whichever request's commit crosses SQLite's mark */
+	/* the store's checkpointer copies the log beside the writer every
+	 * 1000 pages; a quiet mount's last pages go once a second */
 	if (queen_checkpoint(q) < 0)
 		fs_log("checkpoint: %s", queen_errmsg(q));
 	if (rows > 0)

@@ -243,6 +243,9 @@ open_store(const char *path, enum queen_sync sync, struct queen **q)
 	else if (rc == -EPROTO)
 		fs_log("cannot open %s: written by a newer queenfs (its schema "
 		    "version is beyond this one's)", path);
+	else if (rc == -EBUSY)
+		fs_log("cannot open %s: another process holds it (a queenfs "
+		    "mounted on it?)", path);
 	else if (rc < 0)
 		fs_log("cannot open %s: %s", path, strerror(-rc));
 	return rc;

@@ -180,6 +180,7 @@ text_sys_stats(struct queen *q, char **out, size_t *len)
 {
 	struct sum s = { .q = q };
 	struct engine_counters c;
+	uint64_t beside, in_writer;
 	FILE *f;
 	int rc;
 
@@ -194,12 +195,15 @@ text_sys_stats(struct queen *q, char **out, size_t *len)
 	    (long long)s.total.pushed, (long long)s.total.depth,
 	    (long long)s.total.leases, (long long)s.total.dlq,
 	    (long long)s.total.duplicates, (long long)s.total.groups);
+	queen_checkpoint_counts(q, &beside, &in_writer);
 	fprintf(f, "pushes = %llu\nacks = %llu\npops = %llu\ncommits = %llu\n"
-	    "commit_failures = %llu\nwaiting_readers = %llu\n",
+	    "commit_failures = %llu\nwaiting_readers = %llu\n"
+	    "checkpoints = %llu\nwriter_checkpoints = %llu\n",
 	    (unsigned long long)c.pushes, (unsigned long long)c.acks,
 	    (unsigned long long)c.pops, (unsigned long long)c.commits,
 	    (unsigned long long)c.commit_failures,
-	    (unsigned long long)c.waiters);
+	    (unsigned long long)c.waiters, (unsigned long long)beside,
+	    (unsigned long long)in_writer);
 	return close_text(f, out, len, rc < 0 ? rc : 0);
 }
 
@@ -291,6 +295,7 @@ text_metrics(struct queen *q, char **out, size_t *len)
 {
 	struct rows rs = { .q = q };
 	struct engine_counters c;
+	uint64_t beside, in_writer;
 	FILE *f;
 	int rc;
 
@@ -328,6 +333,12 @@ text_metrics(struct queen *q, char **out, size_t *len)
 	    "Failed commits.", c.commit_failures);
 	counter(f, "queenfs_waiting_readers", "gauge",
 	    "Reads of next waiting for a message.", c.waiters);
+	queen_checkpoint_counts(q, &beside, &in_writer);
+	counter(f, "queenfs_checkpoints_total", "counter",
+	    "Log checkpoints run beside the writer.", beside);
+	counter(f, "queenfs_writer_checkpoints_total", "counter",
+	    "Log checkpoints the writer ran itself (the log reached 4000 "
+	    "pages).", in_writer);
 	return close_text(f, out, len, rc < 0 ? rc : 0);
 }
 
