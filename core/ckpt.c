@@ -45,7 +45,7 @@ struct ckpt {
 	int mark;               /* the writer's: CKPT_SOFT marks passed */
 	_Atomic int failed;     /* SQLite code of a failed checkpoint */
 	char why[200];          /* its message, written once before failed */
-	_Atomic unsigned long rounds, hard;
+	_Atomic unsigned long rounds, hard;    /* that copied pages */
 };
 
 /* Keep the first failure that means the disk or the file is bad. */
@@ -88,9 +88,10 @@ on_commit(void *arg, sqlite3 *db, const char *name, int pages)
 	if (pages >= CKPT_HARD) {
 		rc = sqlite3_wal_checkpoint_v2(db, name,
 		    SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
-		if (rc != SQLITE_OK)
+		if (rc == SQLITE_OK)
+			atomic_fetch_add(&c->hard, 1);
+		else            /* busy: the thread is in a round; next time */
 			note(c, db, rc);
-		atomic_fetch_add(&c->hard, 1);
 		return SQLITE_OK;       /* the commit itself has happened */
 	}
 	if (pages / CKPT_SOFT > c->mark) {
@@ -104,7 +105,7 @@ static void *
 loop(void *arg)
 {
 	struct ckpt *c = arg;
-	int rc;
+	int rc, frames, copied, last = -1;
 
 	pthread_mutex_lock(&c->mu);
 	for (;;) {
@@ -115,10 +116,13 @@ loop(void *arg)
 		c->want = false;
 		pthread_mutex_unlock(&c->mu);
 		rc = sqlite3_wal_checkpoint_v2(c->db, "main",
-		    SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+		    SQLITE_CHECKPOINT_PASSIVE, &frames, &copied);
 		if (rc != SQLITE_OK)
 			note(c, c->db, rc);
-		atomic_fetch_add(&c->rounds, 1);
+		/* counted when it copied something (a quiet tick's does not) */
+		if (rc == SQLITE_OK && copied > 0 && copied != last)
+			atomic_fetch_add(&c->rounds, 1);
+		last = copied;
 		pthread_mutex_lock(&c->mu);
 	}
 	pthread_mutex_unlock(&c->mu);

@@ -543,9 +543,10 @@ ssize_t queen_maintain(struct queen *q, bool *more);
  */
 int queen_checkpoint(struct queen *q);
 /*
- * queen_checkpoint_counts - checkpoints run so far: *beside on the store's
- * own thread, *in_writer by the writer itself, when the log reached 4000
- * pages with a few frames still to copy.  Both 0 where there is no log.
+ * queen_checkpoint_counts - checkpoints that copied pages so far: *beside
+ * on the store's own thread, *in_writer by the writer itself, when the log
+ * reached 4000 pages with a few frames still to copy.  Both 0 where there
+ * is no log.
  */
 void queen_checkpoint_counts(struct queen *q, uint64_t *beside,
     uint64_t *in_writer);

@@ -144,6 +144,19 @@ test_expect_success 'sys/stats counts pushes since start' '
 	test_is 1 "$(stat_of stats messages)" messages
 '
 
+test_expect_success 'the log is copied into the database beside the writer' '
+	ck0=$(stat_of "$MNT/sys/stats" checkpoints) &&
+	mkdir "$MNT/queues/big" &&
+	head -c 16384 /dev/zero | tr "\\0" b >payload &&
+	for i in $(seq 200); do
+		cp payload "$MNT/queues/big/m$i" || return 1
+	done &&
+	wait_until 10 "test \$(stat_of \"$MNT/sys/stats\" checkpoints) -gt $ck0" &&
+	grep -q "^queenfs_checkpoints_total [1-9]" "$MNT/sys/metrics" &&
+	test_is 200 "$(stat_of "$MNT/queues/big/stats" messages)" messages &&
+	wait_until 10 "test \$(stat -c %s \"$DB\") -gt $((200 * 16384))"
+'
+
 test_expect_success 'data survives a remount' '
 	remount &&
 	cat "$MNT/queues/jobs/partitions/default/m1" >actual &&
