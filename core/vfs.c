@@ -110,7 +110,9 @@ gather(struct ffile *p, const void *data, int n, sqlite3_int64 at)
 {
 	const unsigned char *h = data;
 	bool hdr = n == FRAME_HDR;
-	bool commit = hdr && (h[4] | h[5] | h[6] | h[7]) != 0;
+	/* a page belongs to the frame whose header came last: the flag
+	 * must outlive a drain for room between the two */
+	bool commit = hdr ? (h[4] | h[5] | h[6] | h[7]) != 0 : p->commit;
 	int rc;
 
 	if (at != p->off + (sqlite3_int64)p->len ||
@@ -124,16 +126,15 @@ gather(struct ffile *p, const void *data, int n, sqlite3_int64 at)
 	    (size_t)n > WALBUF_MAX) {
 		rc = p->file->pMethods->xWrite(p->file, data, n, at);
 		p->off = at + n;
-		p->commit = commit;
+		p->commit = hdr && commit;
 		return rc;
 	}
 	memcpy(p->buf + p->len, data, (size_t)n);
 	p->len += (size_t)n;
-	if (hdr) {
-		p->commit = commit;
+	p->commit = commit;
+	if (hdr)
 		return SQLITE_OK;
-	}
-	return p->commit ? drain(p) : SQLITE_OK;
+	return commit ? drain(p) : SQLITE_OK;
 }
 
 static int

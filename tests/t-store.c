@@ -1290,6 +1290,82 @@ test_kill_after_commit(void)
 	fix_close(&f);
 }
 
+/*
+ * The same for commits of every size from 1 to 40 pages of payload, each
+ * the last thing a child does before SIGKILL: whichever frame of a commit
+ * meets the end of vfs.c's buffer, the commit is in the kernel when it
+ * returns.  (A commit of 16 frames once left its last page in the buffer
+ * until the next write.)
+ */
+static void
+test_kill_commit_sizes(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "store-kill-sizes");
+	static struct queen_push_item it[40];
+	static char body[3500];
+	int fds[2], st, k, i, bad = 0;
+	int64_t want = 0, got;
+	char done;
+	pid_t pid;
+
+	if (fix_is_pg()) {
+		fix_close(&f);
+		return;
+	}
+	memset(body, 's', sizeof(body));
+	for (k = 1; k <= 40; k++) {
+		queen_close(f.q);
+		f.q = NULL;
+		fflush(stdout);
+		if (pipe(fds) != 0 || (pid = fork()) < 0) {
+			fprintf(stderr, "Bail out! pipe/fork\n");
+			exit(1);
+		}
+		if (pid == 0) {
+			struct queen_options o = { 0 };
+			struct queen_push_result r[40];
+
+			close(fds[0]);
+			o.path = f.path;
+			o.sync = QUEEN_SYNC_NORMAL;
+			if (queen_open(&o, &q) != 0)
+				_exit(2);
+			for (i = 0; i < k; i++) {
+				memset(&it[i], 0, sizeof(it[i]));
+				it[i].queue = Q;
+				it[i].payload = body;
+				it[i].len = sizeof(body);
+			}
+			if (queen_push(q, it, (size_t)k, false, r) != 0 ||
+			    write(fds[1], "y", 1) != 1)
+				_exit(3);
+			pause();
+			_exit(4);
+		}
+		close(fds[1]);
+		done = 0;
+		if (read(fds[0], &done, 1) == 1 && done == 'y')
+			want += k;
+		close(fds[0]);
+		kill(pid, SIGKILL);
+		waitpid(pid, &st, 0);
+		q = fix_reopen(&f);
+		got = tail_of(q, Q, NULL);
+		if (got != want) {
+			diag("sizes: after a commit of %d messages the tail is "
+			    "%lld, not %lld", k, (long long)got,
+			    (long long)want);
+			bad++;
+			want = got;
+		}
+	}
+	is_int(bad, 0, "sizes: every confirmed commit of 1-40 pages survived "
+	    "SIGKILL");
+	is_int(want, 40 * 41 / 2, "sizes: all %d messages there", 40 * 41 / 2);
+	fix_close(&f);
+}
+
 static long long
 file_size(const char *path)
 {
@@ -1531,6 +1607,7 @@ main(int argc, char **argv)
 	test_deferred_batch();
 	test_pop_ticket();
 	test_kill_after_commit();
+	test_kill_commit_sizes();
 	test_config();
 	test_persistence();
 	test_read_only();
