@@ -58,8 +58,8 @@ note(struct ckpt *c, sqlite3 *db, int rc)
 		return;         /* busy, full: the next round tries again */
 	pthread_mutex_lock(&c->mu);
 	if (atomic_load(&c->failed) == 0) {
-		snprintf(c->why, sizeof(c->why), "checkpoint: %s",
-		    sqlite3_errmsg(db));
+		snprintf(c->why, sizeof(c->why), "checkpoint: %s (%d)",
+		    sqlite3_errmsg(db), sqlite3_extended_errcode(db));
 		atomic_compare_exchange_strong(&c->failed, &none, rc);
 	}
 	pthread_mutex_unlock(&c->mu);
@@ -144,6 +144,8 @@ ckpt_start(sqlite3 *db, const char *path, const char *vfs,
 	pthread_cond_init(&c->cv, NULL);
 	rc = sqlite3_open_v2(path, &c->db, SQLITE_OPEN_READWRITE |
 	    SQLITE_OPEN_NOMUTEX, vfs);
+	if (c->db)
+		sqlite3_extended_result_codes(c->db, 1);
 	/* a read opens the log, which a checkpoint needs; the cache only
 	 * serves that read: a checkpoint copies frame by frame */
 	if (rc == SQLITE_OK)

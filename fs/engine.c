@@ -378,6 +378,9 @@ run_batch(struct job *list)
 		j->run(j, q);
 		j->need = queen_pop_ticket(q);
 	}
+	if (brc < 0 && !failed)
+		fs_log("cannot start a batch of %llu requests: %s",
+		    (unsigned long long)n, queen_errmsg(q));
 	if (brc == 0 && (crc = queen_batch_commit(q)) < 0) {
 		fs_log("commit of %llu requests failed: %s",
 		    (unsigned long long)n, queen_errmsg(q));
@@ -390,6 +393,8 @@ run_batch(struct job *list)
 	} else if (brc == 0) {
 		ticket = queen_sync_ticket(q);
 	}
+	if (!failed && queen_failed(q, why, sizeof(why)))
+		fs_log("%s", why);      /* once: from now on writes fail */
 	if (brc == 0) {
 		E.c.commits++;
 		E.c.commit_jobs += n;

@@ -38,12 +38,14 @@ integrity () {
 	    'PRAGMA integrity_check;' | sed 1d
 }
 
-# pushes.py DIR PREFIX SIZE MAX: push PREFIX1..PREFIXn of SIZE bytes each
+# pushes.py DIR PREFIX SIZE MAX [DELAY]: push PREFIX1..PREFIXn of SIZE bytes
+# each, DELAY seconds apart,
 # until a close() fails; logs each confirmed name to confirmed.log and
 # prints the errno of the first failure as `STEP:ERRNO at NAME`.
 cat >"$TRASH/pushes.py" <<\EOF
-import errno, os, sys
+import errno, os, sys, time
 d, prefix, size, mx = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+delay = float(sys.argv[5]) if len(sys.argv) > 5 else 0
 with open("confirmed.log", "a") as log:
     for i in range(1, mx + 1):
         name = "%s%d" % (prefix, i)
@@ -60,6 +62,7 @@ with open("confirmed.log", "a") as log:
             sys.exit(0)
         log.write("%s %d\n" % (name, size))
         log.flush()
+        time.sleep(delay)
 print("no failure in %d pushes" % mx)
 EOF
 
@@ -219,6 +222,40 @@ test_expect_success EIO 'restart without the fault: all confirmed, integrity ok'
 	sysc rename "$Q/$HELD" "$Q/ack/held" >actual && test_cmp expect actual &&
 	printf again >"$Q/again" &&
 	printf again >expect && test_cmp expect "$Q/partitions/default/again"
+'
+
+# --- a failed fsync at sync normal -------------------------------------------
+
+# At --sync normal a push does not fsync; the checkpoints do (the tick asks
+# for one every second), and the write that restarts the log syncs its
+# header.  The budget N grows until the daemon starts and takes 5 pushes;
+# then slow pushes go on until one fails, whichever of those fsyncs it was.
+test_expect_success EIO 'a failed fsync at sync normal: EIO, and the same reason in health and the log' '
+	stop_daemon_ &&
+	DB="$TRASH/ckpt.db" && DAEMON_ARGS="--sync normal" &&
+	: >confirmed.log && n=0 && up= &&
+	while test $n -lt 12 && test -z "$up"; do
+		if restart_faulty_ "$DB" fsync:$n >/dev/null 2>&1 &&
+		    q_init c && "$PYTHON3" "$TRASH/pushes.py" "$Q" c 100 5 >ck.out &&
+		    grep -q "^no failure" ck.out; then
+			up=$n
+		else
+			: >confirmed.log
+		fi
+		n=$((n + 1))
+	done &&
+	DAEMON_ARGS= &&
+	test -n "$up" && echo "fsync:$up: up, 5 pushes taken" &&
+	"$PYTHON3" "$TRASH/pushes.py" "$Q" d 4000 400 0.05 >ck2.out &&
+	cat ck2.out &&
+	grep -q "^close:EIO at d[0-9]*$" ck2.out &&
+	why=$(sed -n "s/^failed: //p" "$MNT/sys/health") &&
+	diag "normal: $why" >&5 &&
+	case "$why" in "storage I/O error, writes stopped: "*) ;; *) false ;; esac &&
+	grep -qF "queenfs: $why" "$DAEMON_LOG" &&
+	stop_daemon_ ;
+	start_daemon_ &&
+	"$PYTHON3" "$TRASH/checkall.py" "$Q/partitions/default"
 '
 
 # --- a reader is not handed a push whose fsync failed --------------------
