@@ -106,8 +106,9 @@ static const char *const sql[ST__N] = {
 	[ST_PART_UPDATE] = "UPDATE partitions SET head = ?1, tail = ?2, "
 	    "txns_start = ?3, last_push_at = ?4, duplicates = ?5 WHERE id = ?6",
 	/* queue id */
+	/* queue id, after this name, page size */
 	[ST_PART_LIST] = "SELECT " PART_COLS " FROM partitions "
-	    "WHERE queue_id = ?1 ORDER BY name",
+	    "WHERE queue_id = ?1 AND name > ?2 ORDER BY name LIMIT ?3",
 	/* queue id, name */
 	[ST_GROUP_GET] = "SELECT " GROUP_COLS " FROM groups "
 	    "WHERE queue_id = ?1 AND name = ?2",
@@ -807,40 +808,45 @@ s_part_update(struct store *s, const struct part_row *p)
 	return run(s, st);
 }
 
+/*
+ * The callback may use the store, so rows are read a page at a time, by
+ * name after the last one seen (the (queue_id, name) index): a queue of
+ * 10,000 partitions used to cost the tick's maintenance a 6 MB array.
+ */
+#define PART_PAGE 128
+
 static int
 s_part_list(struct store *s, int64_t qid, part_row_cb cb, void *arg)
 {
+	struct part_row *v;
+	char after[QUEEN_NAME_MAX + 1] = "";
 	sqlite3_stmt *st;
-	struct part_row p;
+	size_t n, i;
 	int rc;
 
-	/* the callback may use the store; collect a page at a time */
-	STMT(s, ST_PART_LIST, st);
-	sqlite3_bind_int64(st, 1, qid);
-	{
-		struct part_row *v = NULL;
-		size_t n = 0, cap = 0, i;
-
-		while ((rc = row(s, st)) == 1) {
-			if (n == cap) {
-				struct part_row *nv;
-
-				cap = cap ? cap * 2 : 16;
-				nv = realloc(v, cap * sizeof(*v));
-				if (!nv) {
-					rc = -ENOMEM;
-					break;
-				}
-				v = nv;
-			}
-			read_part(st, &p);
-			v[n++] = p;
+	if (!(v = malloc(PART_PAGE * sizeof(*v))))
+		return -ENOMEM;
+	do {
+		n = 0;
+		if (!(st = stmt(s, ST_PART_LIST))) {
+			rc = db_errno(s->last_rc);
+			break;
 		}
+		sqlite3_bind_int64(st, 1, qid);
+		sqlite3_bind_text(st, 2, after, -1, SQLITE_STATIC);
+		sqlite3_bind_int(st, 3, PART_PAGE);
+		while (n < PART_PAGE && (rc = row(s, st)) == 1)
+			read_part(st, &v[n++]);
 		sqlite3_reset(st);
+		if (rc < 0)
+			break;
+		rc = 0;
 		for (i = 0; rc == 0 && i < n; i++)
 			rc = cb(arg, &v[i]);
-		free(v);
-	}
+		if (n > 0)
+			memcpy(after, v[n - 1].name, sizeof(after));
+	} while (rc == 0 && n == PART_PAGE);
+	free(v);
 	return rc;
 }
 

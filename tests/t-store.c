@@ -1374,6 +1374,71 @@ file_size(const char *path)
 	return stat(path, &st) == 0 ? (long long)st.st_size : -1;
 }
 
+struct plist {
+	int n, ordered;
+	char last[QUEEN_NAME_MAX + 1];
+};
+
+static int
+plist_cb(void *arg, const struct queen_partition_info *pi)
+{
+	struct plist *l = arg;
+
+	if (l->n > 0 && strcmp(l->last, pi->name) >= 0)
+		l->ordered = 0;
+	snprintf(l->last, sizeof(l->last), "%s", pi->name);
+	l->n++;
+	return 0;
+}
+
+/*
+ * Partitions are read a page at a time (128); every list must still see
+ * each one once, in name order: the listing, stats, a new group's
+ * cursors, and maintenance.
+ */
+static void
+test_many_partitions(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "store-parts");
+	struct plist l = { .ordered = 1 };
+	struct queen_stats st;
+	struct queen_batch *b = NULL;
+	struct queen_pop_req req = { 0 };
+	char name[16];
+	bool more = true;
+	int i, bad = 0, popped = 0;
+
+	for (i = 299; i >= 0; i--) {   /* made out of name order */
+		snprintf(name, sizeof(name), "p%03d", i);
+		if (push1(q, Q, name, NULL, "x") != 1)
+			bad++;
+	}
+	is_int(bad, 0, "parts: 300 partitions, one message each");
+	is_int(queen_partition_list(q, Q, plist_cb, &l), 0, "parts: listed");
+	is_int(l.n, 300, "parts: each of the 300 once");
+	ok(l.ordered, "parts: in name order");
+	memset(&st, 0, sizeof(st));
+	is_int(queen_stats_get(q, Q, NULL, &st), 0, "parts: stats");
+	is_int(st.partitions, 300, "parts: stats count 300 partitions");
+	is_int(queen_group_ensure(q, Q, "g"), 0, "parts: a group");
+	memset(&st, 0, sizeof(st));
+	queen_stats_get(q, Q, "g", &st);
+	is_int(st.depth, 300, "parts: the group sees all 300 messages");
+	while (more && queen_maintain(q, &more) >= 0)
+		;
+	req.queue = Q;
+	req.group = "g";
+	req.auto_ack = 1;
+	for (i = 0; i < 400 && queen_pop(q, &req, &b) == 0 && b; i++) {
+		popped += (int)b->n;
+		queen_batch_free(b);
+		b = NULL;
+	}
+	is_int(popped, 300, "parts: and pops each one");
+	fix_close(&f);
+}
+
 /* The checkpointer's rounds so far, waiting up to 5 s for more than n. */
 static uint64_t
 rounds_past(struct queen *q, uint64_t n)
@@ -1599,6 +1664,7 @@ main(int argc, char **argv)
 		return open_only(argv[2]);
 	self = argv[0];
 	plan_lazy();
+	test_many_partitions();
 	test_checkpoint();
 	test_checkpoint_beside();
 	test_checkpoint_fails();
