@@ -822,7 +822,7 @@ s_part_list(struct store *s, int64_t qid, part_row_cb cb, void *arg)
 	char after[QUEEN_NAME_MAX + 1] = "";
 	sqlite3_stmt *st;
 	size_t n, i;
-	int rc;
+	int rc = 0;
 
 	if (!(v = malloc(PART_PAGE * sizeof(*v))))
 		return -ENOMEM;
