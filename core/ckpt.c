@@ -15,7 +15,9 @@
  * ahead of the thread.  So at CKPT_HARD pages the writer copies the rest
  * itself, as SQLite would have, and the next write restarts the log; by
  * then the thread has copied and synced almost all of it, so the writer's
- * share is small.  The log stays under CKPT_HARD pages (16 MiB).
+ * share is small.  If the thread is in a round then (a slow disk), the
+ * writer waits for it to end first: the log stays under CKPT_HARD pages
+ * (16 MB) and one commit's.
  *
  * Both connections open through the same VFS ("unix-excl" underneath,
  * vfs.c): the wal-index lives in this process's heap, a lock taken by one
@@ -40,8 +42,10 @@ struct ckpt {
 	sqlite3 *db;            /* the thread's own connection */
 	pthread_t th;
 	pthread_mutex_t mu;
-	pthread_cond_t cv;
+	pthread_cond_t cv;      /* want or stop */
+	pthread_cond_t idle;    /* busy went false */
 	bool want, stop;        /* under mu */
+	bool busy;              /* a checkpoint runs (thread or writer) */
 	int mark;               /* the writer's: CKPT_SOFT marks passed */
 	_Atomic int failed;     /* SQLite code of a failed checkpoint */
 	char why[200];          /* its message, written once before failed */
@@ -74,6 +78,26 @@ ckpt_kick(struct ckpt *c)
 	pthread_mutex_unlock(&c->mu);
 }
 
+/* One checkpoint at a time, so that the writer's can wait for a round. */
+static void
+take(struct ckpt *c)
+{
+	pthread_mutex_lock(&c->mu);
+	while (c->busy)
+		pthread_cond_wait(&c->idle, &c->mu);
+	c->busy = true;
+	pthread_mutex_unlock(&c->mu);
+}
+
+static void
+give(struct ckpt *c)
+{
+	pthread_mutex_lock(&c->mu);
+	c->busy = false;
+	pthread_cond_broadcast(&c->idle);
+	pthread_mutex_unlock(&c->mu);
+}
+
 /* SQLite's commit hook on the store's connection, on the writer's thread. */
 static int
 on_commit(void *arg, sqlite3 *db, const char *name, int pages)
@@ -86,11 +110,14 @@ on_commit(void *arg, sqlite3 *db, const char *name, int pages)
 		return SQLITE_OK;
 	}
 	if (pages >= CKPT_HARD) {
+		/* a round under way first: the log must stop growing here */
+		take(c);
 		rc = sqlite3_wal_checkpoint_v2(db, name,
 		    SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+		give(c);
 		if (rc == SQLITE_OK)
 			atomic_fetch_add(&c->hard, 1);
-		else            /* busy: the thread is in a round; next time */
+		else
 			note(c, db, rc);
 		return SQLITE_OK;       /* the commit itself has happened */
 	}
@@ -114,9 +141,13 @@ loop(void *arg)
 		if (c->stop)
 			break;
 		c->want = false;
+		while (c->busy)
+			pthread_cond_wait(&c->idle, &c->mu);
+		c->busy = true;
 		pthread_mutex_unlock(&c->mu);
 		rc = sqlite3_wal_checkpoint_v2(c->db, "main",
 		    SQLITE_CHECKPOINT_PASSIVE, &frames, &copied);
+		give(c);
 		if (rc != SQLITE_OK)
 			note(c, c->db, rc);
 		/* counted when it copied something (a quiet tick's does not) */
@@ -142,6 +173,7 @@ ckpt_start(sqlite3 *db, const char *path, const char *vfs,
 		return -ENOMEM;
 	pthread_mutex_init(&c->mu, NULL);
 	pthread_cond_init(&c->cv, NULL);
+	pthread_cond_init(&c->idle, NULL);
 	rc = sqlite3_open_v2(path, &c->db, SQLITE_OPEN_READWRITE |
 	    SQLITE_OPEN_NOMUTEX, vfs);
 	if (c->db)
@@ -161,6 +193,7 @@ ckpt_start(sqlite3 *db, const char *path, const char *vfs,
 		sqlite3_free(msg);
 		rc = db_errno(c->db ? sqlite3_extended_errcode(c->db) : rc);
 		sqlite3_close(c->db);
+		pthread_cond_destroy(&c->idle);
 		pthread_cond_destroy(&c->cv);
 		pthread_mutex_destroy(&c->mu);
 		free(c);
@@ -184,6 +217,7 @@ ckpt_stop(struct ckpt *c, sqlite3 *db)
 	pthread_mutex_unlock(&c->mu);
 	pthread_join(c->th, NULL);
 	sqlite3_close(c->db);
+	pthread_cond_destroy(&c->idle);
 	pthread_cond_destroy(&c->cv);
 	pthread_mutex_destroy(&c->mu);
 	free(c);
