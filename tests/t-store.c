@@ -30,19 +30,27 @@ my_clock(void *arg)
 	return ((struct fix *)arg)->now;
 }
 
-/* queen_open on the fixture's file with options of our own. */
+/* queen_open of path with options of our own and the fixture's clock. */
 static int
-raw_open(struct fix *f, const char *path, bool read_only,
-    struct queen **out)
+open_with(struct fix *f, const char *path, enum queen_sync sync,
+    bool read_only, const char *fault, struct queen **out)
 {
 	struct queen_options o = { 0 };
 
 	o.path = path;
-	o.sync = QUEEN_SYNC_OFF;
+	o.sync = sync;
 	o.read_only = read_only;
+	o.fault = fault;
 	o.clock = my_clock;
 	o.clock_arg = f;
 	return queen_open(&o, out);
+}
+
+static int
+raw_open(struct fix *f, const char *path, bool read_only,
+    struct queen **out)
+{
+	return open_with(f, path, QUEEN_SYNC_OFF, read_only, NULL, out);
 }
 
 static void
@@ -1492,20 +1500,6 @@ test_checkpoint(void)
 	fix_close(&f);
 }
 
-static int
-sync_open(struct fix *f, enum queen_sync sync, const char *fault,
-    struct queen **out)
-{
-	struct queen_options o = { 0 };
-
-	o.path = f->path;
-	o.sync = sync;
-	o.fault = fault;
-	o.clock = my_clock;
-	o.clock_arg = f;
-	return queen_open(&o, out);
-}
-
 /*
  * Unasked, the log is copied beside the writer and stays bounded: 6000
  * pushes in their own transactions write some 24,000 pages of log
@@ -1570,7 +1564,8 @@ test_checkpoint_fails(void)
 	f.q = NULL;
 	for (n = 0; n < 16 && !q; n++) {
 		snprintf(spec, sizeof(spec), "fsync:%d", n);
-		if (sync_open(&f, QUEEN_SYNC_NORMAL, spec, &q) != 0)
+		if (open_with(&f, f.path, QUEEN_SYNC_NORMAL, false, spec,
+		    &q) != 0)
 			continue;
 		for (i = 0; i < 20 && push1(q, Q, NULL, NULL, "kept") > 0; i++)
 			;
