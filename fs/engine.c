@@ -450,8 +450,9 @@ maintain(void)
 		hold_for_sync(queen_sync_ticket(q), NULL);
 	/* the store's checkpointer copies the log beside the writer every
 	 * 1000 pages; a quiet mount's last pages go once a second */
-	if (queen_checkpoint(q) < 0)
-		fs_log("checkpoint: %s", queen_errmsg(q));
+	if (queen_checkpoint(q) < 0)    /* the reason writes stopped */
+		fs_log("%s", queen_failed(q, why, sizeof(why)) ? why :
+		    queen_errmsg(q));
 	if (rows > 0)
 		notify_queue(NULL);
 }
