@@ -135,12 +135,13 @@ static const struct stmt_def sql[ST__N] = {
 	    "UPDATE partitions SET head = $1, tail = $2, txns_start = $3, "
 	    "last_push_at = $4, duplicates = $5 WHERE id = $6" },
 	/* queue id */
+	/* queue id, after this name, page size */
 	[ST_PART_LIST] = { "part_list",
 	    "SELECT " PART_COLS " FROM partitions "
-	    "WHERE queue_id = $1 ORDER BY name" },
+	    "WHERE queue_id = $1 AND name > $2 ORDER BY name LIMIT $3" },
 	[ST_PART_LIST_LK] = { "part_list_lk",
 	    "SELECT " PART_COLS " FROM partitions "
-	    "WHERE queue_id = $1 ORDER BY name" LOCK },
+	    "WHERE queue_id = $1 AND name > $2 ORDER BY name LIMIT $3" LOCK },
 	/* queue id, name */
 	[ST_GROUP_GET] = { "group_get",
 	    "SELECT " GROUP_COLS " FROM groups "
@@ -1073,22 +1074,33 @@ pg_part_update(struct store *s, const struct part_row *p)
  * Locked in a transaction: maintenance writes back what it listed.  The
  * rows are all read before the first callback, as db.c collects them.
  */
+/* A page at a time, after the last name, as in db.c. */
+#define PART_PAGE 128
+
 static int
 pg_part_list(struct store *s, int64_t qid, part_row_cb cb, void *arg)
 {
-	struct args a = { 0 };
+	char after[QUEEN_NAME_MAX + 1] = "";
 	struct part_row p;
 	PGresult *r;
-	int rc, i;
+	int rc, i, n;
 
-	a_int(&a, qid);
-	if (!(r = exec(s, locked(s, ST_PART_LIST), &a, &rc)))
-		return rc;
-	for (i = 0; rc == 0 && i < PQntuples(r); i++) {
-		read_part(r, i, &p);
-		rc = cb(arg, &p);
-	}
-	PQclear(r);
+	do {
+		struct args a = { 0 };
+
+		a_int(&a, qid);
+		a_text(&a, after);
+		a_int(&a, PART_PAGE);
+		if (!(r = exec(s, locked(s, ST_PART_LIST), &a, &rc)))
+			return rc;
+		n = PQntuples(r);
+		for (i = 0; rc == 0 && i < n; i++) {
+			read_part(r, i, &p);
+			memcpy(after, p.name, sizeof(after));
+			rc = cb(arg, &p);
+		}
+		PQclear(r);
+	} while (rc == 0 && n == PART_PAGE);
 	return rc;
 }
 
