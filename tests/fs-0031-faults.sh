@@ -2,11 +2,12 @@
 # fs-0031-faults: the store failing under the mount.  A full disk (a 2 MB
 # tmpfs): writers get ENOSPC at close(), nothing confirmed is lost, no
 # partial message, and pushes work again once space returns, with no
-# restart.  A second daemon on a database in use is refused.  An injected fsync failure (QUEENFS_FAULT, a test hook): writes
-# fail with EIO from then on, sys/health says why, reads still work, and
-# after a restart without the fault every confirmed push is there and the
-# database passes integrity_check.  A file that is not a database, or one
-# from a newer schema, is refused at startup with one clear line.
+# restart.  An injected fsync failure (QUEENFS_FAULT, a test hook): writes
+# fail with EIO from then on, sys/health and the daemon's log say why,
+# reads still work, and after a restart without the fault every confirmed
+# push is there and the database passes integrity_check.  A file that is
+# not a database, one from a newer schema, or one another daemon holds,
+# is refused at startup with one clear line.
 . "$(dirname "$0")/lib.sh"
 mount_queenfs
 
@@ -230,7 +231,7 @@ test_expect_success EIO 'restart without the fault: all confirmed, integrity ok'
 # for one every second), and the write that restarts the log syncs its
 # header.  The budget N grows until the daemon starts and takes 5 pushes;
 # then slow pushes go on until one fails, whichever of those fsyncs it was.
-test_expect_success EIO 'a failed fsync at sync normal: EIO, and the same reason in health and the log' '
+test_expect_success EIO 'sync normal, a failed fsync: EIO, one reason in health and log' '
 	stop_daemon_ &&
 	DB="$TRASH/ckpt.db" && DAEMON_ARGS="--sync normal" &&
 	: >confirmed.log && n=0 && up= &&
