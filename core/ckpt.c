@@ -30,8 +30,10 @@
 #include <sqlite3.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "db.h"
 
@@ -49,7 +51,7 @@ struct ckpt {
 	int mark;               /* the writer's: CKPT_SOFT marks passed */
 	_Atomic int failed;     /* SQLite code of a failed checkpoint */
 	char why[200];          /* its message, written once before failed */
-	_Atomic unsigned long rounds, hard;    /* that copied pages */
+	_Atomic uint64_t rounds, hard;  /* that copied pages */
 };
 
 /* Keep the first failure that means the disk or the file is bad. */
@@ -185,19 +187,26 @@ ckpt_start(sqlite3 *db, const char *path, const char *vfs,
 		    "SELECT count(*) FROM sqlite_schema", NULL, NULL, &msg);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_exec(c->db, sync_sql, NULL, NULL, &msg);
-	if (rc == SQLITE_OK && pthread_create(&c->th, NULL, loop, c) != 0)
-		rc = SQLITE_NOMEM;
-	if (rc != SQLITE_OK) {
+	if (rc == SQLITE_OK && (rc = pthread_create(&c->th, NULL, loop,
+	    c)) != 0) {
+		snprintf(err, errlen, "checkpointer: no thread (%s)",
+		    strerror(rc));
+		rc = -rc;
+	} else if (rc != SQLITE_OK) {
 		snprintf(err, errlen, "checkpointer: %s", msg ? msg :
 		    c->db ? sqlite3_errmsg(c->db) : "out of memory");
-		sqlite3_free(msg);
 		rc = db_errno(c->db ? sqlite3_extended_errcode(c->db) : rc);
+		if (rc == 0)
+			rc = -EIO;
+	}
+	sqlite3_free(msg);
+	if (rc != 0) {
 		sqlite3_close(c->db);
 		pthread_cond_destroy(&c->idle);
 		pthread_cond_destroy(&c->cv);
 		pthread_mutex_destroy(&c->mu);
 		free(c);
-		return rc ? rc : -EIO;
+		return rc;
 	}
 	sqlite3_wal_hook(db, on_commit, c);
 	*out = c;
@@ -237,7 +246,7 @@ ckpt_failed(struct ckpt *c, char *why, size_t len)
 }
 
 void
-ckpt_counts(struct ckpt *c, unsigned long *rounds, unsigned long *hard)
+ckpt_counts(struct ckpt *c, uint64_t *rounds, uint64_t *hard)
 {
 	*rounds = c ? atomic_load(&c->rounds) : 0;
 	*hard = c ? atomic_load(&c->hard) : 0;

@@ -268,8 +268,10 @@ struct store {
 	unsigned syncs;
 	bool fault;             /* opened through the fault hook's VFS */
 	struct ckpt *ck;        /* the checkpointer (read-write stores) */
-	dev_t dev;              /* the file, while registered as open */
+	bool registered;        /* in open_stores, as its file's store */
+	dev_t dev;
 	ino_t ino;
+	struct store *next_open;
 	char err[256];
 };
 
@@ -412,44 +414,33 @@ one_int(struct store *s, sqlite3_stmt *st, int64_t *out)
 /* ---- connection ---- */
 
 /*
- * One read-write store per file in a process.  Another process is kept
- * out by the lock "unix-excl" holds, but a connection of this process
- * would share it, and the engine counts on being the file's only writer
- * (its pop tickets, its view of what is synced).
+ * One store per file in a process.  Another process is kept out by the
+ * lock "unix-excl" holds, but a connection of this process would share
+ * it, and the engine counts on being the file's only writer (its pop
+ * tickets, its view of what is synced).
  */
 static pthread_mutex_t open_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct store **open_list;
-static size_t open_n, open_cap;
+static struct store *open_stores;
 
 static int
 register_file(struct store *s, const char *path)
 {
+	struct store *o;
 	struct stat sb;
-	size_t i;
 	int rc = 0;
 
 	if (stat(path, &sb) != 0)
 		return -errno;
 	pthread_mutex_lock(&open_mu);
-	for (i = 0; i < open_n; i++)
-		if (open_list[i]->dev == sb.st_dev &&
-		    open_list[i]->ino == sb.st_ino)
+	for (o = open_stores; o && rc == 0; o = o->next_open)
+		if (o->dev == sb.st_dev && o->ino == sb.st_ino)
 			rc = -EBUSY;
-	if (rc == 0 && open_n == open_cap) {
-		size_t cap = open_cap ? open_cap * 2 : 4;
-		struct store **l = realloc(open_list, cap * sizeof(*l));
-
-		if (l) {
-			open_list = l;
-			open_cap = cap;
-		} else {
-			rc = -ENOMEM;
-		}
-	}
 	if (rc == 0) {
 		s->dev = sb.st_dev;
 		s->ino = sb.st_ino;
-		open_list[open_n++] = s;
+		s->next_open = open_stores;
+		open_stores = s;
+		s->registered = true;
 	}
 	pthread_mutex_unlock(&open_mu);
 	return rc;
@@ -458,19 +449,16 @@ register_file(struct store *s, const char *path)
 static void
 unregister(struct store *s)
 {
-	size_t i;
+	struct store **pp;
 
+	if (!s->registered)
+		return;
 	pthread_mutex_lock(&open_mu);
-	for (i = 0; i < open_n; i++)
-		if (open_list[i] == s) {
-			open_list[i] = open_list[--open_n];
+	for (pp = &open_stores; *pp; pp = &(*pp)->next_open)
+		if (*pp == s) {
+			*pp = s->next_open;
 			break;
 		}
-	if (open_n == 0) {
-		free(open_list);
-		open_list = NULL;
-		open_cap = 0;
-	}
 	pthread_mutex_unlock(&open_mu);
 }
 
@@ -1794,11 +1782,7 @@ s_checkpoint(struct store *s)
 static void
 s_checkpoints(struct store *s, uint64_t *beside, uint64_t *in_writer)
 {
-	unsigned long b, w;
-
-	ckpt_counts(s->ck, &b, &w);
-	*beside = b;
-	*in_writer = w;
+	ckpt_counts(s->ck, beside, in_writer);
 }
 
 static const struct store_ops sqlite_ops = {

@@ -8,6 +8,7 @@
 #include <sqlite3.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core.h"
 
@@ -29,6 +30,6 @@ void ckpt_kick(struct ckpt *c);
 /* the SQLite code of a checkpoint that failed for good (0: none), and why */
 int ckpt_failed(struct ckpt *c, char *why, size_t len);
 /* rounds run by the thread; checkpoints the writer ran itself */
-void ckpt_counts(struct ckpt *c, unsigned long *rounds, unsigned long *hard);
+void ckpt_counts(struct ckpt *c, uint64_t *rounds, uint64_t *hard);
 
 #endif

@@ -134,7 +134,6 @@ static const struct stmt_def sql[ST__N] = {
 	[ST_PART_UPDATE] = { "part_update",
 	    "UPDATE partitions SET head = $1, tail = $2, txns_start = $3, "
 	    "last_push_at = $4, duplicates = $5 WHERE id = $6" },
-	/* queue id */
 	/* queue id, after this name, page size */
 	[ST_PART_LIST] = { "part_list",
 	    "SELECT " PART_COLS " FROM partitions "
@@ -1072,9 +1071,9 @@ pg_part_update(struct store *s, const struct part_row *p)
 
 /*
  * Locked in a transaction: maintenance writes back what it listed.  The
- * rows are all read before the first callback, as db.c collects them.
+ * callback may use the store, so each page of 128 is read whole before
+ * its callbacks, and the next starts after the last name, as in db.c.
  */
-/* A page at a time, after the last name, as in db.c. */
 #define PART_PAGE 128
 
 static int
