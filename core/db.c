@@ -38,6 +38,7 @@ enum stmt {
 	ST_MSG_APPEND, ST_TXN_APPEND, ST_MSG_SCAN, ST_MSG_SCAN_META, ST_MSG_TIME,
 	ST_MSG_NEXT, ST_MSG_COUNT, ST_MSG_PURGE, ST_MSG_DELETE_PART,
 	ST_TXN_FIND_LO, ST_TXN_FIND_HI, ST_TXN_TIME, ST_TXN_PURGE,
+	ST_TXN_CHECK, ST_TXN_YOUNG, ST_TXN_FOLD,
 	ST_TXN_DELETE_PART,
 	ST_DLQ_INSERT, ST_DLQ_LIST, ST_DLQ_LIST_META, ST_DLQ_COUNT,
 	ST_KV_GET, ST_KV_PUT, ST_KV_DELETE, ST_KV_EXPIRY, ST_KV_LIST, ST_KV_PURGE,
@@ -155,9 +156,9 @@ static const char *const sql[ST__N] = {
 	/* key, created_at, txid, trace_id, payload */
 	[ST_MSG_APPEND] = "INSERT INTO messages (id, created_at, txid, "
 	    "trace_id, payload) VALUES (?1, ?2, ?3, ?4, ?5)",
-	/* key, hash, created_at, h */
+	/* key, hash, created_at: h comes later (fold) */
 	[ST_TXN_APPEND] = "INSERT INTO txns (id, h, hash, created_at) "
-	    "VALUES (?1, ?4, ?2, ?3)",
+	    "VALUES (?1, 0, ?2, ?3)",
 	/* from key, to key, limit */
 	[ST_MSG_SCAN] = "SELECT id, created_at, txid, trace_id, payload "
 	    "FROM messages WHERE id >= ?1 AND id <= ?2 ORDER BY id LIMIT ?3",
@@ -182,6 +183,13 @@ static const char *const sql[ST__N] = {
 	    "AND hash = ?1 AND id >= ?2 AND id <= ?3 ORDER BY id LIMIT 1",
 	[ST_TXN_FIND_HI] = "SELECT id, created_at FROM txns WHERE h = ?4 "
 	    "AND hash = ?1 AND id >= ?2 AND id <= ?3 ORDER BY id DESC LIMIT 1",
+	/* key, hash */
+	[ST_TXN_CHECK] = "SELECT created_at FROM txns "
+	    "WHERE id = ?1 AND hash = ?2",
+	[ST_TXN_YOUNG] = "SELECT id, hash FROM txns WHERE h = 0",
+	/* key, h, the hash's first 8 bytes */
+	[ST_TXN_FOLD] = "UPDATE txns SET h = ?2 "
+	    "WHERE id = ?1 AND h = 0 AND substr(hash, 1, 8) = ?3",
 	/* key */
 	[ST_TXN_TIME] = "SELECT created_at FROM txns WHERE id = ?1",
 	/* first key, upto key, limit */
@@ -268,6 +276,16 @@ struct store {
 	unsigned syncs;
 	bool fault;             /* opened through the fault hook's VFS */
 	struct ckpt *ck;        /* the checkpointer (read-write stores) */
+	/*
+	 * Young hashes (pushed, not yet in txns_h): new ones go to act; once
+	 * it holds fold_max, it becomes frz, which each transaction's start
+	 * folds into txns_h a slice of slots at a time, paid for by debt (two
+	 * per push).  frz's slots below fold_at are folded and committed,
+	 * below fold_pend folded in the open transaction.
+	 */
+	struct ytab act, frz;
+	size_t fold_at, fold_pend, fold_max;
+	int64_t debt;
 	bool registered;        /* in open_stores, as its file's store */
 	dev_t dev;
 	ino_t ino;
@@ -474,6 +492,8 @@ s_close(struct store *s)
 		sqlite3_finalize(s->st[i]);
 	sqlite3_close(s->db);
 	unregister(s);
+	ytab_free(&s->act);
+	ytab_free(&s->frz);
 	if (s->walfd >= 0)
 		close(s->walfd);
 	free(s->wal_path);
@@ -506,15 +526,35 @@ ckpt_check(struct store *s)
 	return db_errno(rc);
 }
 
+static int fold(struct store *s);
+static void s_rollback(struct store *s);
+
 static int
 s_begin(struct store *s)
 {
 	int rc = ckpt_check(s);
 
-	return rc ? rc : exec_simple(s, ST_BEGIN);
+	if (rc == 0)
+		rc = exec_simple(s, ST_BEGIN);
+	if (rc == 0 && (rc = fold(s)) != 0)
+		s_rollback(s);
+	return rc;
 }
 
-static int s_commit(struct store *s) { return exec_simple(s, ST_COMMIT); }
+static int
+s_commit(struct store *s)
+{
+	int rc = exec_simple(s, ST_COMMIT);
+
+	if (rc != 0)
+		return rc;
+	s->fold_at = s->fold_pend;
+	if (s->frz.e && s->fold_at == s->frz.cap) {
+		ytab_free(&s->frz);
+		s->fold_at = s->fold_pend = 0;
+	}
+	return 0;
+}
 static int s_savepoint(struct store *s) { return exec_simple(s, ST_SAVEPOINT); }
 static int s_release(struct store *s) { return exec_simple(s, ST_RELEASE); }
 
@@ -523,6 +563,7 @@ s_rollback(struct store *s)
 {
 	if (!sqlite3_get_autocommit(s->db))
 		exec_simple(s, ST_ROLLBACK);
+	s->fold_pend = s->fold_at;
 }
 
 static void
@@ -1151,7 +1192,7 @@ h64(const struct hash128 *h)
 
 	for (i = 0; i < 8; i++)
 		v = v << 8 | h->b[i];
-	return (int64_t)v;
+	return v ? (int64_t)v : 1;     /* 0 marks a row not yet folded */
 }
 
 static int
@@ -1175,8 +1216,101 @@ s_msg_append(struct store *s, int64_t pid, int64_t off, int64_t at,
 	sqlite3_bind_int64(st, 1, PB(pid) + off);
 	sqlite3_bind_blob(st, 2, h->b, 16, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 3, at);
-	sqlite3_bind_int64(st, 4, h64(h));
-	return run(s, st);
+	if ((rc = run(s, st)) != 0)
+		return rc;
+	s->debt += 2;
+	return ytab_put(&s->act, h64(h), PB(pid) + off);
+}
+
+/* ---- young hashes: see struct store, young.c, docs/engine.md ---- */
+
+#define FOLD_MAX 32768          /* young hashes that start a fold */
+#define FOLD_MIN 512            /* the fewest folded in one transaction */
+
+static size_t
+fold_min(const struct store *s)
+{
+	size_t m = s->fold_max / 64;
+
+	return m < 1 ? 1 : m > FOLD_MIN ? FOLD_MIN : m;
+}
+
+/*
+ * In the transaction just begun: when act is full and no fold is under
+ * way, act becomes frz; then fold as many of frz's hashes as the debt
+ * allows (none below fold_min, all when act has grown twice as big),
+ * walking its slots in order, so in nearly ascending h: each slice
+ * writes a run of neighbouring txns_h pages.  A pair whose row is gone
+ * or holds another hash (a push rolled back) changes nothing.
+ */
+static int
+fold(struct store *s)
+{
+	sqlite3_stmt *st;
+	size_t i, n = 0;
+	int64_t want;
+	int rc;
+
+	if (!s->frz.e) {
+		if (s->act.n < s->fold_max)
+			return 0;
+		s->frz = s->act;
+		memset(&s->act, 0, sizeof(s->act));
+		s->fold_at = s->fold_pend = 0;
+	}
+	want = s->act.n >= 2 * s->fold_max ? INT64_MAX : s->debt;
+	if (want < (int64_t)fold_min(s))
+		return 0;
+	for (i = s->fold_pend; i < s->frz.cap && (int64_t)n < want; i++) {
+		const struct yent *e = &s->frz.e[i];
+		unsigned char b[8];
+		int k;
+
+		if (!e->id)
+			continue;
+		for (k = 0; k < 8; k++)
+			b[k] = (unsigned char)((uint64_t)e->h >> (56 - 8 * k));
+		STMT(s, ST_TXN_FOLD, st);
+		sqlite3_bind_int64(st, 1, e->id);
+		sqlite3_bind_int64(st, 2, e->h);
+		sqlite3_bind_blob(st, 3, b, 8, SQLITE_STATIC);
+		if ((rc = run(s, st)) != 0)
+			return rc;
+		n++;
+	}
+	s->fold_pend = i;
+	s->debt = (int64_t)n >= s->debt ? 0 : s->debt - (int64_t)n;
+	return 0;
+}
+
+/* at open: the rows pushed and not folded, back into act */
+static int
+young_load(struct store *s)
+{
+	sqlite3_stmt *st;
+	int64_t version = 0;
+	int rc;
+
+	rc = sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &st, NULL);
+	if (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+		version = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	if (version < 2)
+		return 0;       /* a read-only open of a version 1 file */
+	STMT(s, ST_TXN_YOUNG, st);
+	while ((rc = row(s, st)) == 1) {
+		struct hash128 h;
+
+		if (sqlite3_column_bytes(st, 1) != 16)
+			continue;
+		memcpy(h.b, sqlite3_column_blob(st, 1), 16);
+		if ((rc = ytab_put(&s->act, h64(&h),
+		    sqlite3_column_int64(st, 0))) != 0) {
+			sqlite3_reset(st);
+			return rc;
+		}
+	}
+	return rc;
 }
 
 static int
@@ -1273,10 +1407,41 @@ s_msg_purge(struct store *s, int64_t pid, int64_t upto, int64_t limit,
 	return purge_range(s, ST_MSG_PURGE, pid, upto, limit, deleted);
 }
 
+struct yfind {
+	struct store *s;
+	const struct hash128 *h;
+	bool highest;
+	int64_t id, at;         /* the best so far; id 0: none */
+};
+
+/* a young pair: keep it if its row holds the hash and it is better */
+static int
+yfind_one(void *arg, int64_t id)
+{
+	struct yfind *f = arg;
+	sqlite3_stmt *st;
+	int rc;
+
+	if (f->id && (f->highest ? id <= f->id : id >= f->id))
+		return 0;
+	STMT(f->s, ST_TXN_CHECK, st);
+	sqlite3_bind_int64(st, 1, id);
+	sqlite3_bind_blob(st, 2, f->h->b, 16, SQLITE_STATIC);
+	if ((rc = row(f->s, st)) < 0)
+		return rc;
+	if (rc == 1) {
+		f->id = id;
+		f->at = sqlite3_column_int64(st, 0);
+		sqlite3_reset(st);
+	}
+	return 0;
+}
+
 static int
 s_txn_find(struct store *s, int64_t pid, const struct hash128 *h, int64_t lo,
     int64_t hi, bool highest, int64_t *off, int64_t *at)
 {
+	struct yfind f = { s, h, highest, 0, 0 };
 	sqlite3_stmt *st;
 	int rc;
 
@@ -1292,12 +1457,23 @@ s_txn_find(struct store *s, int64_t pid, const struct hash128 *h, int64_t lo,
 	sqlite3_bind_int64(st, 3, PB(pid) + hi);
 	sqlite3_bind_int64(st, 4, h64(h));
 	rc = row(s, st);
-	if (rc <= 0)
-		return rc < 0 ? rc : -ENOENT;
-	*off = sqlite3_column_int64(st, 0) - PB(pid);
+	if (rc < 0)
+		return rc;
+	if (rc == 1) {
+		f.id = sqlite3_column_int64(st, 0);
+		f.at = sqlite3_column_int64(st, 1);
+		sqlite3_reset(st);
+	}
+	/* and the hashes not folded yet (frz's may be folded already) */
+	if ((rc = ytab_find(&s->act, h64(h), PB(pid) + lo, PB(pid) + hi,
+	    yfind_one, &f)) != 0 || (rc = ytab_find(&s->frz, h64(h),
+	    PB(pid) + lo, PB(pid) + hi, yfind_one, &f)) != 0)
+		return rc;
+	if (!f.id)
+		return -ENOENT;
+	*off = f.id - PB(pid);
 	if (at)
-		*at = sqlite3_column_int64(st, 1);
-	sqlite3_reset(st);
+		*at = f.at;
 	return 0;
 }
 
@@ -1914,6 +2090,7 @@ db_open(const struct queen_options *opt, struct store **out,
 		return -ENOMEM;
 	s->walfd = -1;
 	s->fault = opt->fault != NULL;
+	s->fold_max = opt->fold_at ? opt->fold_at : FOLD_MAX;
 	flags = opt->read_only ? SQLITE_OPEN_READONLY :
 	    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
 	flags |= SQLITE_OPEN_NOMUTEX;
@@ -1936,6 +2113,11 @@ db_open(const struct queen_options *opt, struct store **out,
 	}
 	if (!opt->read_only && (rc = schema_migrate(s->db, err, errlen)) != 0)
 		goto out_close;
+	if ((rc = young_load(s)) != 0) {
+		snprintf(err, errlen, "%s: reading the hashes not yet indexed: "
+		    "%s", opt->path, s->err);
+		goto out_close;
+	}
 	s->wal_path = strdup(sqlite3_filename_wal(sqlite3_db_filename(s->db,
 	    "main")));
 	if (!s->wal_path) {

@@ -32,4 +32,21 @@ int ckpt_failed(struct ckpt *c, char *why, size_t len);
 /* rounds run by the thread; checkpoints the writer ran itself */
 void ckpt_counts(struct ckpt *c, uint64_t *rounds, uint64_t *hard);
 
+/*
+ * young.c: (h, id) pairs of txns rows not yet in the txns_h index, in a
+ * table whose slots run in nearly ascending h.  id is never 0.
+ */
+struct ytab {
+	struct yent {
+		int64_t h, id;
+	} *e;
+	size_t cap, n;
+	unsigned bits;
+};
+int ytab_put(struct ytab *t, int64_t h, int64_t id);
+/* cb for each pair with this h and lo <= id <= hi; stops at nonzero */
+int ytab_find(const struct ytab *t, int64_t h, int64_t lo, int64_t hi,
+    int (*cb)(void *arg, int64_t id), void *arg);
+void ytab_free(struct ytab *t);
+
 #endif

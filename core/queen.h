@@ -51,6 +51,12 @@ struct queen_options {
 	 * malformed.
 	 */
 	const char *fault;
+	/*
+	 * SQLite: how many pushed hashes wait in memory before they are
+	 * folded into the on-disk hash index (0: 32768).  Tests set it low
+	 * to make folds happen often.
+	 */
+	size_t fold_at;
 };
 
 /*

@@ -88,6 +88,14 @@ static const char *const steps[] = {
 	" due_at INTEGER NOT NULL, payload BLOB NOT NULL,"
 	" created_at INTEGER NOT NULL, PRIMARY KEY (queue_id, key));"
 	"CREATE INDEX timers_due ON timers (due_at);",
+	/*
+	 * version 2: no change of tables.  A pushed row now comes with h = 0,
+	 * which keeps the rows not yet folded together in txns_h, in id
+	 * order; db.c folds them into their places later, many at a time
+	 * and in hash order.  A real h is never 0.  The version keeps older
+	 * builds, which would not look for those rows, off the file.
+	 */
+	"-- h = 0: not folded yet",
 };
 
 #define NSTEPS ((int)(sizeof(steps) / sizeof(steps[0])))

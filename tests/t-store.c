@@ -17,6 +17,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
 #include "qtest.h"
 #include "tap.h"
 
@@ -1467,6 +1469,180 @@ rounds_past(struct queen *q, uint64_t n)
  * queen_checkpoint asks the store's own thread to move the log's pages
  * into the database file; it is refused inside a batch.
  */
+/* push txid into part; its offset, or -errno; *dup: a duplicate */
+static int64_t
+push_one(struct queen *q, const char *part, const char *txid, bool excl,
+    bool *dup)
+{
+	struct queen_push_item it = { 0 };
+	struct queen_push_result r;
+	int rc;
+
+	memset(&r, 0, sizeof(r));
+	it.queue = Q;
+	it.partition = part;
+	it.txid = txid;
+	it.payload = txid;
+	it.len = strlen(txid);
+	if ((rc = queen_push(q, &it, 1, excl, &r)) != 0)
+		return rc;
+	if (dup)
+		*dup = r.status == QUEEN_PUSH_DUPLICATE;
+	return r.offset;
+}
+
+/*
+ * Rows of txns in the file: how many wait for their fold (h = 0), how many
+ * are folded, and how many folded ones hold an h that is not their hash's
+ * first 8 bytes (must be none).
+ */
+static void
+count_hashes(const char *path, int *young, int *folded, int *wrong)
+{
+	sqlite3 *db;
+	sqlite3_stmt *st;
+
+	*young = *folded = *wrong = -1;
+	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
+		goto out;
+	if (sqlite3_prepare_v2(db, "SELECT h, hash FROM txns", -1, &st,
+	    NULL) != SQLITE_OK)
+		goto out;
+	*young = *folded = *wrong = 0;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		const unsigned char *b = sqlite3_column_blob(st, 1);
+		uint64_t v = 0;
+		int i;
+
+		if (sqlite3_column_int64(st, 0) == 0) {
+			(*young)++;
+			continue;
+		}
+		(*folded)++;
+		for (i = 0; i < 8 && sqlite3_column_bytes(st, 1) == 16; i++)
+			v = v << 8 | b[i];
+		if ((int64_t)(v ? v : 1) != sqlite3_column_int64(st, 0))
+			(*wrong)++;
+	}
+	sqlite3_finalize(st);
+out:
+	sqlite3_close(db);
+}
+
+/*
+ * A pushed hash waits in memory and in the h = 0 rows until it is folded
+ * into the index; it must be found the same before, during and after its
+ * fold, after a reopen, and not at all when its push was rolled back.
+ */
+static void
+test_young_fold(void)
+{
+	enum { N = 1200, FOLD = 64 };
+	static int64_t offs[N];
+	struct fix f;
+	struct queen *q;
+	char txid[32], path[PATH_MAX];
+	int i, miss = 0, wrongoff = 0, young, folded, wrong;
+	int64_t off, before;
+	bool dup;
+
+	q = fix_open(&f, "store-fold");
+	if (fix_is_pg()) {
+		skip(16, "the young hashes are the SQLite store's");
+		fix_close(&f);
+		return;
+	}
+	snprintf(path, sizeof(path), "%s", f.path);
+	queen_close(q);
+	f.q = NULL;
+	ok(open_with(&f, path, QUEEN_SYNC_OFF, false, NULL, &q) == 0 &&
+	    (queen_close(q), 1), "fold: store made");
+	{
+		struct queen_options o = { 0 };
+
+		o.path = path;
+		o.sync = QUEEN_SYNC_OFF;
+		o.clock = my_clock;
+		o.clock_arg = &f;
+		o.fold_at = FOLD;
+		is_int(queen_open(&o, &f.q), 0, "fold: opened, folding at %d",
+		    FOLD);
+		q = f.q;
+	}
+	/* singles and batches, in two partitions */
+	for (i = 0; i < N; i++) {
+		snprintf(txid, sizeof(txid), "m%d", i);
+		if (i % 300 == 150)
+			queen_batch_begin(q);
+		offs[i] = push_one(q, i % 2 ? "odd" : "even", txid, false,
+		    NULL);
+		if (i % 300 == 249)
+			queen_batch_commit(q);
+	}
+	for (i = 0; i < N; i++) {
+		snprintf(txid, sizeof(txid), "m%d", i);
+		off = -1;
+		if (queen_msg_find(q, Q, i % 2 ? "odd" : "even", txid,
+		    &off) != 0)
+			miss++;
+		else if (off != offs[i] || off != i / 2 + 1)
+			wrongoff++;
+	}
+	is_int(miss, 0, "fold: every one of %d pushes found", N);
+	is_int(wrongoff, 0, "fold: each at its offset");
+	off = push_one(q, "even", "m0", false, &dup);
+	ok(dup && off == 1, "fold: a folded push is a duplicate (%lld)",
+	    (long long)off);
+	off = push_one(q, "odd", "m1199", false, &dup);
+	ok(dup && off == 600, "fold: the newest push is a duplicate");
+	ok(push_one(q, "odd", "m0", false, &dup) == 601 && !dup,
+	    "fold: another partition's id is new");
+
+	/* a push rolled back leaves a pair whose row is gone, then reused */
+	{
+		struct queen_push_item it[2] = { { 0 } };
+		struct queen_push_result r[2];
+
+		it[0].queue = it[1].queue = Q;
+		it[0].partition = it[1].partition = "even";
+		it[0].txid = "ghost";
+		it[1].txid = "m2";
+		it[0].payload = it[1].payload = "x";
+		it[0].len = it[1].len = 1;
+		is_int(queen_push(q, it, 2, true, r), -EEXIST,
+		    "fold: a call with a duplicate refused whole");
+	}
+	before = push_one(q, "even", "real", false, &dup);
+	is_int(before, 601, "fold: the next push takes the offset back");
+	is_int(queen_msg_find(q, Q, "even", "ghost", &off), -ENOENT,
+	    "fold: the rolled-back push is not found");
+	for (i = 0; i < 3 * FOLD; i++) {
+		snprintf(txid, sizeof(txid), "more%d", i);
+		push_one(q, "odd", txid, false, NULL);
+	}
+	ok(queen_msg_find(q, Q, "even", "real", &off) == 0 && off == 601 &&
+	    queen_msg_find(q, Q, "even", "ghost", &off) == -ENOENT,
+	    "fold: after more folds, still the one and not the other");
+	queen_close(q);
+	f.q = NULL;
+	count_hashes(path, &young, &folded, &wrong);
+	ok(folded > N / 2, "fold: most hashes folded (%d, %d waiting)",
+	    folded, young);
+	ok(young > 0 && young <= 3 * FOLD, "fold: a few wait, no more than "
+	    "%d", 3 * FOLD);
+	is_int(wrong, 0, "fold: every folded row holds its own hash");
+
+	/* reopened: the waiting ones are read back */
+	fix_reopen(&f);
+	q = f.q;
+	snprintf(txid, sizeof(txid), "more%d", 3 * FOLD - 1);
+	is_int(queen_msg_find(q, Q, "odd", txid, &off), 0,
+	    "fold: after a reopen the newest is found");
+	off = push_one(q, "odd", txid, false, &dup);
+	ok(dup, "fold: ... and still a duplicate");
+	fix_close(&f);
+}
+
 static void
 test_checkpoint(void)
 {
@@ -1660,6 +1836,7 @@ main(int argc, char **argv)
 	self = argv[0];
 	plan_lazy();
 	test_many_partitions();
+	test_young_fold();
 	test_checkpoint();
 	test_checkpoint_beside();
 	test_checkpoint_fails();

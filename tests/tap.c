@@ -132,6 +132,8 @@ fix_reopen(struct fix *f)
 	o.sync = QUEEN_SYNC_OFF;
 	o.clock = fix_clock;
 	o.clock_arg = f;
+	/* fold young hashes all the time, so every case runs through it */
+	o.fold_at = 5;
 	rc = queen_open(&o, &f->q);
 	if (rc != 0) {
 		diag("queen_open(%s): %d", f->path, rc);
