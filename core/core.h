@@ -279,6 +279,8 @@ struct store_ops {
 	/* copy the log into the database, now or soon (NULL: nothing to
 	 * do); checkpoints: how many ran beside the writer and in it */
 	int (*checkpoint)(struct store *st);
+	/* optional: young hashes held, hash rows folded (SQLite) */
+	void (*hashes)(struct store *st, uint64_t *held, uint64_t *folded);
 	void (*checkpoints)(struct store *st, uint64_t *beside,
 	    uint64_t *in_writer);
 };

@@ -286,6 +286,7 @@ struct store {
 	struct ytab act, frz;
 	size_t fold_at, fold_pend, fold_max;
 	int64_t debt;
+	uint64_t folded, fold_pend_rows;        /* rows: committed, open */
 	bool registered;        /* in open_stores, as its file's store */
 	dev_t dev;
 	ino_t ino;
@@ -549,6 +550,8 @@ s_commit(struct store *s)
 	if (rc != 0)
 		return rc;
 	s->fold_at = s->fold_pend;
+	s->folded += s->fold_pend_rows;
+	s->fold_pend_rows = 0;
 	if (s->frz.e && s->fold_at == s->frz.cap) {
 		ytab_free(&s->frz);
 		s->fold_at = s->fold_pend = 0;
@@ -564,6 +567,7 @@ s_rollback(struct store *s)
 	if (!sqlite3_get_autocommit(s->db))
 		exec_simple(s, ST_ROLLBACK);
 	s->fold_pend = s->fold_at;
+	s->fold_pend_rows = 0;
 }
 
 static void
@@ -1276,6 +1280,7 @@ fold(struct store *s)
 		sqlite3_bind_blob(st, 3, b, 8, SQLITE_STATIC);
 		if ((rc = run(s, st)) != 0)
 			return rc;
+		s->fold_pend_rows += (uint64_t)sqlite3_changes(s->db);
 		n++;
 	}
 	s->fold_pend = i;
@@ -1956,6 +1961,13 @@ s_checkpoint(struct store *s)
 }
 
 static void
+s_hashes(struct store *s, uint64_t *held, uint64_t *folded)
+{
+	*held = s->act.n + s->frz.n;
+	*folded = s->folded;
+}
+
+static void
 s_checkpoints(struct store *s, uint64_t *beside, uint64_t *in_writer)
 {
 	ckpt_counts(s->ck, beside, in_writer);
@@ -2030,6 +2042,7 @@ static const struct store_ops sqlite_ops = {
 	.sync = s_sync,
 	.checkpoint = s_checkpoint,
 	.checkpoints = s_checkpoints,
+	.hashes = s_hashes,
 };
 
 static bool

@@ -333,6 +333,14 @@ queen_checkpoint_counts(struct queen *q, uint64_t *beside,
 		q->ops->checkpoints(q->st, beside, in_writer);
 }
 
+void
+queen_hash_counts(struct queen *q, uint64_t *held, uint64_t *folded)
+{
+	*held = *folded = 0;
+	if (q->ops->hashes)
+		q->ops->hashes(q->st, held, folded);
+}
+
 uint64_t
 queen_sync_ticket(struct queen *q)
 {

@@ -556,6 +556,13 @@ int queen_checkpoint(struct queen *q);
  */
 void queen_checkpoint_counts(struct queen *q, uint64_t *beside,
     uint64_t *in_writer);
+/*
+ * queen_hash_counts - SQLite: *held, the hashes of recent pushes kept in
+ * memory until they are folded into the on-disk hash index (16 bytes
+ * each; docs/engine.md); *folded, the hash rows folded since open.  Both
+ * 0 on PostgreSQL.
+ */
+void queen_hash_counts(struct queen *q, uint64_t *held, uint64_t *folded);
 
 /* ---- KV ---- */
 

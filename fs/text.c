@@ -180,7 +180,7 @@ text_sys_stats(struct queen *q, char **out, size_t *len)
 {
 	struct sum s = { .q = q };
 	struct engine_counters c;
-	uint64_t beside, in_writer;
+	uint64_t beside, in_writer, held, folded;
 	FILE *f;
 	int rc;
 
@@ -196,14 +196,17 @@ text_sys_stats(struct queen *q, char **out, size_t *len)
 	    (long long)s.total.leases, (long long)s.total.dlq,
 	    (long long)s.total.duplicates, (long long)s.total.groups);
 	queen_checkpoint_counts(q, &beside, &in_writer);
+	queen_hash_counts(q, &held, &folded);
 	fprintf(f, "pushes = %llu\nacks = %llu\npops = %llu\ncommits = %llu\n"
 	    "commit_failures = %llu\nwaiting_readers = %llu\n"
-	    "checkpoints = %llu\nwriter_checkpoints = %llu\n",
+	    "checkpoints = %llu\nwriter_checkpoints = %llu\n"
+	    "hashes_held = %llu\nhashes_folded = %llu\n",
 	    (unsigned long long)c.pushes, (unsigned long long)c.acks,
 	    (unsigned long long)c.pops, (unsigned long long)c.commits,
 	    (unsigned long long)c.commit_failures,
 	    (unsigned long long)c.waiters, (unsigned long long)beside,
-	    (unsigned long long)in_writer);
+	    (unsigned long long)in_writer, (unsigned long long)held,
+	    (unsigned long long)folded);
 	return close_text(f, out, len, rc < 0 ? rc : 0);
 }
 
@@ -295,7 +298,7 @@ text_metrics(struct queen *q, char **out, size_t *len)
 {
 	struct rows rs = { .q = q };
 	struct engine_counters c;
-	uint64_t beside, in_writer;
+	uint64_t beside, in_writer, held, folded;
 	FILE *f;
 	int rc;
 
@@ -339,6 +342,12 @@ text_metrics(struct queen *q, char **out, size_t *len)
 	counter(f, "queenfs_writer_checkpoints_total", "counter",
 	    "Log checkpoints the writer ran itself (the log reached 4000 "
 	    "pages).", in_writer);
+	queen_hash_counts(q, &held, &folded);
+	counter(f, "queenfs_hashes_held", "gauge",
+	    "Hashes of recent pushes held in memory until folded into the "
+	    "hash index.", held);
+	counter(f, "queenfs_hashes_folded_total", "counter",
+	    "Hash rows folded into the hash index.", folded);
 	return close_text(f, out, len, rc < 0 ? rc : 0);
 }
 

@@ -537,4 +537,37 @@ check(ans["leaseId"] is not None, "under a lease")
 EOF
 '
 
+test_expect_success 'api/push: 40,000 pushes fold their hashes into the index; dedup holds throughout and across a remount' '
+	mkdir "$MNT/queues/fold" &&
+	cat >fold.py <<\EOF &&
+from qapi import *
+import sys
+def sysstat(key):
+    for line in open(MNT + "/sys/stats"):
+        k, _, v = line.strip().partition(" = ")
+        if k == key:
+            return int(v)
+    raise KeyError(key)
+def push(names):
+    return api("push", {"items": [{"queue": "fold", "transactionId": n,
+                                    "payload": "x"} for n in names]})
+if sys.argv[1] == "fill":
+    for b in range(40):
+        r = push(["f%d" % i for i in range(b * 1000, b * 1000 + 1000)])
+        eq(["queued"] * 1000, [x["status"] for x in r], "batch %d queued" % b)
+    check(sysstat("hashes_folded") > 0,
+          "some hashes folded: %d" % sysstat("hashes_folded"))
+    check(sysstat("hashes_held") < 40000,
+          "not all held: %d" % sysstat("hashes_held"))
+r = push(["f0", "f20000", "f39999", "new-" + sys.argv[1]])
+eq(["duplicate"] * 3 + ["queued"], [x["status"] for x in r],
+   "old, middle and newest are duplicates")
+eq([1, 20001, 40000], [x["offset"] for x in r[:3]], "at their offsets")
+EOF
+	python3 fold.py fill &&
+	remount &&
+	python3 fold.py again &&
+	test_is 40002 "$(stat_of "$MNT/queues/fold/stats" messages)" messages
+'
+
 test_done
