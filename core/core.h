@@ -313,6 +313,7 @@ struct queen {
 	int npend;                /* past FRESH_PEND: every partition */
 	uint64_t pop_need;        /* see queen_pop_ticket */
 	bool failed;              /* a storage I/O error stops all writes */
+	uint64_t fast_pushes;     /* api/push bodies read without jansson */
 	char failmsg[256];
 	char err[512];
 };

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/core.h"
 #include "qtest.h"
 #include "tap.h"
 
@@ -1346,6 +1347,242 @@ test_push_shapes(void)
 	fix_close(&f);
 }
 
+/* ---- api/push's fast path against the general one ---- */
+
+static unsigned long long rnd_state = 88172645463325252ULL;
+
+static unsigned
+rnd(unsigned n)
+{
+	rnd_state ^= rnd_state << 13;
+	rnd_state ^= rnd_state >> 7;
+	rnd_state ^= rnd_state << 17;
+	return (unsigned)(rnd_state % n);
+}
+
+static void
+add(char *b, size_t cap, const char *s)
+{
+	size_t l = strlen(b);
+
+	snprintf(b + l, cap - l, "%s", s);
+}
+
+/* JSON whitespace, now and then */
+static void
+ws(char *b, size_t cap)
+{
+	static const char *const w[] = { "", "", "", " ", "\n  ", "\t", "\r\n" };
+
+	add(b, cap, w[rnd(7)]);
+}
+
+/* a string token: mostly plain ASCII, sometimes what the fast path
+ * leaves to jansson (an escape, UTF-8, a control character) */
+static void
+rnd_string(char *b, size_t cap, const char *pool, int maxlen)
+{
+	static const char *const odd[] = { "\\n", "\\u0041", "\\\"", "\\/",
+	    "caf\xc3\xa9", "\xe2\x82\xac", "\x01", "\x7f", "\xff" };
+	char s[400];
+	int i, n = rnd((unsigned)maxlen + 1);
+
+	for (i = 0; i < n; i++)
+		s[i] = pool[rnd((unsigned)strlen(pool))];
+	s[n] = '\0';
+	add(b, cap, "\"");
+	add(b, cap, s);
+	if (rnd(30) == 0)
+		add(b, cap, odd[rnd(9)]);
+	add(b, cap, "\"");
+}
+
+static const char *const item_keys[] = { "queue", "partition",
+    "transactionId", "traceId", "payload" };
+
+static void
+rnd_item(char *b, size_t cap)
+{
+	/* now and then a queue name refused, or not a string */
+	static const char *const queues[] = { "\"b/d\"", "7", "null" };
+	static const char printable[] = " !#$%&'()*+,-./0123456789:;<=>?@"
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZ[]^_`abcdefghijklmnopqrstuvwxyz{|}~";
+	int order[5] = { 0, 1, 2, 3, 4 }, i, k, n = 0;
+
+	for (i = 4; i > 0; i--) {
+		int j = (int)rnd((unsigned)i + 1), t = order[i];
+
+		order[i] = order[j];
+		order[j] = t;
+	}
+	add(b, cap, "{");
+	for (i = 0; i < 5; i++) {
+		k = order[i];
+		/* queue and payload nearly always; the rest half the time */
+		if (rnd(k == 0 || k == 4 ? 25 : 2) == 0)
+			continue;
+		if (n++)
+			add(b, cap, ",");
+		ws(b, cap);
+		add(b, cap, "\"");
+		add(b, cap, item_keys[k]);
+		add(b, cap, "\"");
+		ws(b, cap);
+		add(b, cap, ":");
+		ws(b, cap);
+		if (k == 0)
+			add(b, cap, rnd(40) ? rnd(2) ? "\"qa\"" : "\"qb\"" :
+			    queues[rnd(3)]);
+		else if (k == 1)
+			add(b, cap, rnd(3) ? "\"p1\"" : rnd(2) ? "\"p2\"" :
+			    "\"\"");
+		else if (k == 2)
+			/* a small pool, so ids come again: duplicates */
+			rnd_string(b, cap, "abc", rnd(40) ? 3 : 300);
+		else if (k == 4 && rnd(10) == 0)
+			add(b, cap, rnd(2) ? "{\"n\": [1, 2.5, true]}" : "42");
+		else
+			rnd_string(b, cap, printable, 40);
+		ws(b, cap);
+	}
+	if (rnd(60) == 0)
+		add(b, cap, n ? ",\"encoding\":\"json\"" : "\"encoding\":\"json\"");
+	if (rnd(60) == 0 && n)
+		add(b, cap, ",\"traceId\":\"twice\"");
+	add(b, cap, "}");
+}
+
+/* mask what two stores cannot agree on: partition UUIDs, generated ids */
+static void
+mask(json_t *ans)
+{
+	size_t i;
+	json_t *r;
+
+	if (!json_is_array(ans))
+		return;
+	json_array_foreach(ans, i, r) {
+		json_object_del(r, "partitionId");
+		json_object_del(r, "messageId");
+		const char *id = json_string_value(json_object_get(r,
+		    "transactionId"));
+
+		if (id && strlen(id) == 36)
+			json_object_del(r, "transactionId");
+	}
+}
+
+static int
+msgs_equal(struct queen *a, struct queen *b, const char *queue,
+    const char *part, int *count)
+{
+	struct queen_batch *x = NULL, *y = NULL;
+	size_t i;
+	int same;
+
+	queen_msg_read(a, queue, part, 1, 100000, true, &x);
+	queen_msg_read(b, queue, part, 1, 100000, true, &y);
+	same = (x ? x->n : 0) == (y ? y->n : 0);
+	for (i = 0; same && x && i < x->n; i++) {
+		const struct queen_msg *m = &x->msgs[i], *o = &y->msgs[i];
+
+		same = m->offset == o->offset && m->len == o->len &&
+		    !memcmp(m->payload, o->payload, m->len) &&
+		    (strlen(m->txid) == 36 || !strcmp(m->txid, o->txid)) &&
+		    !strcmp(m->trace_id ? m->trace_id : "-",
+		    o->trace_id ? o->trace_id : "-");
+	}
+	*count += x ? (int)x->n : 0;
+	queen_batch_free(x);
+	queen_batch_free(y);
+	return same;
+}
+
+/*
+ * Random bodies, sent as they are to one store and with a key the fast
+ * path does not take ("zz") to another, so that jansson reads them there:
+ * the answers, the refusals word for word, and the messages stored must
+ * be the same; and most bodies must have taken the fast path.
+ */
+static void
+test_push_fast(void)
+{
+	enum { BODIES = 400 };
+	struct fix fa, fb;
+	struct queen *a = fix_open(&fa, "api-fast"), *b;
+	static char body[1 << 16], slow[(1 << 16) + 16];
+	int i, k, diff = 0, msgs = 0, fails = 0;
+
+	b = fix_open(&fb, "api-slow");
+	queen_queue_create(a, "qa", NULL);
+	queen_queue_create(b, "qa", NULL);
+	queen_queue_create(a, "qb", NULL);
+	queen_queue_create(b, "qb", NULL);
+	for (i = 0; i < BODIES; i++) {
+		int n = 1 + (int)rnd(4), ra, rb;
+		char *sa = NULL, *sb = NULL;
+		json_t *ja, *jb;
+
+		body[0] = '\0';
+		ws(body, sizeof(body));
+		add(body, sizeof(body), "{");
+		ws(body, sizeof(body));
+		add(body, sizeof(body), "\"items\"");
+		ws(body, sizeof(body));
+		add(body, sizeof(body), ":");
+		ws(body, sizeof(body));
+		add(body, sizeof(body), "[");
+		for (k = 0; k < n; k++) {
+			if (k)
+				add(body, sizeof(body), ",");
+			ws(body, sizeof(body));
+			rnd_item(body, sizeof(body));
+			ws(body, sizeof(body));
+		}
+		add(body, sizeof(body), "]");
+		ws(body, sizeof(body));
+		add(body, sizeof(body), "}");
+		ws(body, sizeof(body));
+		/* the same request, with a top-level key only jansson takes */
+		snprintf(slow, sizeof(slow), "%s", body);
+		*strrchr(slow, '}') = '\0';
+		add(slow, sizeof(slow), ",\"zz\":0}");
+		ra = queen_api(a, "push", body, strlen(body), &sa);
+		rb = queen_api(b, "push", slow, strlen(slow), &sb);
+		ja = sa ? json_loads(sa, 0, NULL) : NULL;
+		jb = sb ? json_loads(sb, 0, NULL) : NULL;
+		mask(ja);
+		mask(jb);
+		if (ra != rb || !ja || !jb || !json_equal(ja, jb)) {
+			if (diff++ < 3)
+				diag("body %d: %s\n fast: %d %s\n slow: %d %s",
+				    i, body, ra, sa, rb, sb);
+		}
+		fails += ra != 0;
+		json_decref(ja);
+		json_decref(jb);
+		free(sa);
+		free(sb);
+	}
+	is_int(diff, 0, "fast push: %d random bodies answered the same both "
+	    "ways", BODIES);
+	ok(a->fast_pushes > BODIES / 4 && a->fast_pushes < BODIES &&
+	    b->fast_pushes == 0, "fast push: %llu of them took the fast path",
+	    (unsigned long long)a->fast_pushes);
+	ok(fails > 10 && fails < BODIES - 10, "fast push: refusals (%d) and "
+	    "pushes both among them", fails);
+	k = 1;
+	k &= msgs_equal(a, b, "qa", NULL, &msgs);
+	k &= msgs_equal(a, b, "qa", "p1", &msgs);
+	k &= msgs_equal(a, b, "qa", "p2", &msgs);
+	k &= msgs_equal(a, b, "qb", NULL, &msgs);
+	k &= msgs_equal(a, b, "qb", "p1", &msgs);
+	k &= msgs_equal(a, b, "qb", "p2", &msgs);
+	ok(k && msgs > 100, "fast push: the same %d messages stored", msgs);
+	fix_close(&fb);
+	fix_close(&fa);
+}
+
 int
 main(void)
 {
@@ -1353,6 +1590,7 @@ main(void)
 	test_escapes();
 	test_json_payloads();
 	test_push_shapes();
+	test_push_fast();
 	test_ack();
 	test_push();
 	test_payloads();
