@@ -163,8 +163,10 @@ struct store_ops {
 	    struct part_row *out);
 	int (*part_insert)(struct store *st, struct part_row *p);
 	int (*part_update)(struct store *st, const struct part_row *p);
-	int (*part_list)(struct store *st, int64_t queue_id, part_row_cb cb,
-	    void *arg);
+	/* in name order, after `after` ("" for all); a nonzero rc from cb
+	 * stops the list and is returned */
+	int (*part_list)(struct store *st, int64_t queue_id, const char *after,
+	    part_row_cb cb, void *arg);
 
 	int (*group_get)(struct store *st, int64_t queue_id, const char *name,
 	    struct group_row *out);
@@ -314,6 +316,9 @@ struct queen {
 	uint64_t pop_need;        /* see queen_pop_ticket */
 	bool failed;              /* a storage I/O error stops all writes */
 	uint64_t fast_pushes;     /* api/push bodies read without jansson */
+	/* queen_maintain's walk resumes after this queue's partition ("":
+	 * from the start) */
+	char maint_queue[QUEEN_NAME_MAX + 1], maint_after[QUEEN_NAME_MAX + 1];
 	char failmsg[256];
 	char err[512];
 };

@@ -689,8 +689,8 @@ drop_part(void *arg, const struct part_row *p)
 	return delete_part_rows(arg, p->id);
 }
 
-static int s_part_list(struct store *s, int64_t qid, part_row_cb cb,
-    void *arg);
+static int s_part_list(struct store *s, int64_t qid, const char *from,
+    part_row_cb cb, void *arg);
 
 static int
 s_queue_delete(struct store *s, int64_t id)
@@ -699,7 +699,7 @@ s_queue_delete(struct store *s, int64_t id)
 	int rc;
 
 	/* partitions go with the queue (cascade); their log rows first */
-	if ((rc = s_part_list(s, id, drop_part, s)) != 0)
+	if ((rc = s_part_list(s, id, "", drop_part, s)) != 0)
 		return rc;
 	STMT(s, ST_QUEUE_DELETE, st);
 	sqlite3_bind_int64(st, 1, id);
@@ -849,16 +849,18 @@ s_part_update(struct store *s, const struct part_row *p)
 #define PART_PAGE 128
 
 static int
-s_part_list(struct store *s, int64_t qid, part_row_cb cb, void *arg)
+s_part_list(struct store *s, int64_t qid, const char *from, part_row_cb cb,
+    void *arg)
 {
 	struct part_row *v;
-	char after[QUEEN_NAME_MAX + 1] = "";
+	char after[QUEEN_NAME_MAX + 1];
 	sqlite3_stmt *st;
 	size_t n, i;
 	int rc = 0;
 
 	if (!(v = malloc(PART_PAGE * sizeof(*v))))
 		return -ENOMEM;
+	snprintf(after, sizeof(after), "%s", from);
 	do {
 		n = 0;
 		if (!(st = stmt(s, ST_PART_LIST))) {

@@ -923,8 +923,8 @@ drop_part(void *arg, const struct part_row *p)
 	return delete_part_rows(arg, p->id);
 }
 
-static int pg_part_list(struct store *s, int64_t qid, part_row_cb cb,
-    void *arg);
+static int pg_part_list(struct store *s, int64_t qid, const char *from,
+    part_row_cb cb, void *arg);
 
 static int
 pg_queue_delete(struct store *s, int64_t id)
@@ -933,7 +933,7 @@ pg_queue_delete(struct store *s, int64_t id)
 	int rc;
 
 	/* partitions go with the queue (cascade); their log rows first */
-	if ((rc = pg_part_list(s, id, drop_part, s)) != 0)
+	if ((rc = pg_part_list(s, id, "", drop_part, s)) != 0)
 		return rc;
 	a_int(&a, id);
 	return run(s, ST_QUEUE_DELETE, &a, NULL);
@@ -1077,13 +1077,15 @@ pg_part_update(struct store *s, const struct part_row *p)
 #define PART_PAGE 128
 
 static int
-pg_part_list(struct store *s, int64_t qid, part_row_cb cb, void *arg)
+pg_part_list(struct store *s, int64_t qid, const char *from, part_row_cb cb,
+    void *arg)
 {
-	char after[QUEEN_NAME_MAX + 1] = "";
+	char after[QUEEN_NAME_MAX + 1];
 	struct part_row p;
 	PGresult *r;
 	int rc, i, n;
 
+	snprintf(after, sizeof(after), "%s", from);
 	do {
 		struct args a = { 0 };
 

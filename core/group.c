@@ -156,7 +156,7 @@ group_load(struct queen *q, const struct queue_row *qr, const char *name,
 	m.q = q;
 	m.g = out;
 	m.reset = false;
-	return q->ops->part_list(q->st, qr->id, mkcur_part, &m);
+	return q->ops->part_list(q->st, qr->id, "", mkcur_part, &m);
 }
 
 /* A changed subscription repositions every cursor of the group. */
@@ -166,7 +166,7 @@ group_resubscribe(struct queen *q, const struct queue_row *qr,
 {
 	struct mkcur m = { q, g, true };
 
-	return q->ops->part_list(q->st, qr->id, mkcur_part, &m);
+	return q->ops->part_list(q->st, qr->id, "", mkcur_part, &m);
 }
 
 int64_t
@@ -373,7 +373,7 @@ queen_seek(struct queen *q, const char *queue, const char *group,
 		if ((rc = part_load(q, &qr, partition, false, &p)) == 0)
 			rc = seek_part(&s, &p);
 	} else {
-		rc = q->ops->part_list(q->st, qr.id, seek_part, &s);
+		rc = q->ops->part_list(q->st, qr.id, "", seek_part, &s);
 	}
 out:
 	return tx_end(q, rc);

@@ -2,7 +2,10 @@
  * maint.c - housekeeping and reporting: retention, completed retention,
  * the txn-hash purge and its txns_start watermark, expired KV keys, due
  * timers; and the stats and dead-letter listings.  Work per call is
- * bounded; the caller runs it again while *more says so.
+ * bounded; the caller runs it again while *more says so.  The walk over
+ * the partitions visits at most MAINT_PARTS of them a call and goes on
+ * where the last call stopped, so a mount with many partitions pays a
+ * slice of the walk each tick, not all of it.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -12,6 +15,8 @@
 #include "core.h"
 
 #define LIMIT 5000
+#define MAINT_PARTS 1000
+#define STOP 1          /* the walk stops here for this call */
 
 struct maint {
 	struct queen *q;
@@ -19,7 +24,20 @@ struct maint {
 	int64_t now;
 	int64_t changed;
 	bool more;
+	int visited;
+	bool skipping;          /* queues before the one to resume in */
+	char prev[QUEEN_NAME_MAX + 1];  /* the last partition done in it */
 };
+
+/* the next call starts after m->prev in the queue under way */
+static int
+stop_here(struct maint *m)
+{
+	snprintf(m->q->maint_queue, sizeof(m->q->maint_queue), "%s",
+	    m->qr->name);
+	snprintf(m->q->maint_after, sizeof(m->q->maint_after), "%s", m->prev);
+	return STOP;
+}
 
 /* last offset in [lo, hi] whose hash row is older than t (lo-1 if none) */
 static int64_t
@@ -83,7 +101,11 @@ maint_part(void *arg, const struct part_row *row)
 	struct queen *q = m->q;
 	struct part_row p = *row;
 	int64_t cut, keep, deleted, at;
+	bool more = m->more;
 	int rc;
+
+	if (m->visited++ >= MAINT_PARTS)
+		return stop_here(m);
 
 	if (cf->retention > 0 && p.tail >= p.head) {
 		cut = offset_before(q, &p, m->now - cf->retention * 1000);
@@ -121,8 +143,13 @@ maint_part(void *arg, const struct part_row *row)
 			p.txns_start = cut + 1;
 		}
 	}
-	if (p.head != row->head || p.txns_start != row->txns_start)
-		return q->ops->part_update(q->st, &p);
+	if ((p.head != row->head || p.txns_start != row->txns_start) &&
+	    (rc = q->ops->part_update(q->st, &p)) != 0)
+		return rc;
+	/* more of this one is due: the next call starts with it */
+	if (m->more && !more)
+		return stop_here(m);
+	snprintf(m->prev, sizeof(m->prev), "%s", row->name);
 	return 0;
 }
 
@@ -130,9 +157,16 @@ static int
 maint_queue(void *arg, const struct queue_row *qr)
 {
 	struct maint *m = arg;
+	struct queen *q = m->q;
 
+	/* in the store's order of names, which need not be strcmp's */
+	if (m->skipping && strcmp(qr->name, q->maint_queue) != 0)
+		return 0;       /* walked in an earlier call */
+	snprintf(m->prev, sizeof(m->prev), "%s", m->skipping ?
+	    q->maint_after : "");
+	m->skipping = false;
 	m->qr = qr;
-	return m->q->ops->part_list(m->q->st, qr->id, maint_part, m);
+	return q->ops->part_list(q->st, qr->id, m->prev, maint_part, m);
 }
 
 /* Fire due timers: each push and its timer's removal commit together. */
@@ -187,9 +221,14 @@ queen_maintain(struct queen *q, bool *more)
 	memset(&m, 0, sizeof(m));
 	m.q = q;
 	m.now = queen_now(q);
+	m.skipping = q->maint_queue[0] != '\0';
 	if ((rc = tx_begin(q)) != 0)
 		return rc;
 	rc = q->ops->queue_list(q->st, maint_queue, &m);
+	if (rc == 0)            /* the walk is done: the next starts over */
+		q->maint_queue[0] = q->maint_after[0] = '\0';
+	else if (rc == STOP)
+		rc = 0;
 	if (rc == 0)
 		rc = q->ops->kv_purge(q->st, m.now, LIMIT, &deleted);
 	if (rc == 0) {
@@ -270,7 +309,7 @@ queen_stats_get(struct queen *q, const char *queue, const char *group,
 	memset(out, 0, sizeof(*out));
 	if ((rc = queue_load(q, queue, &qr)) != 0)
 		return rc;
-	if ((rc = q->ops->part_list(q->st, qr.id, stat_part, &s)) != 0)
+	if ((rc = q->ops->part_list(q->st, qr.id, "", stat_part, &s)) != 0)
 		return rc;
 	if ((rc = q->ops->group_list(q->st, qr.id, count_group, &s)) != 0)
 		return rc;

@@ -372,7 +372,7 @@ queen_partition_list(struct queen *q, const char *queue,
 
 	if ((rc = queue_load(q, queue, &qr)) != 0)
 		return rc;
-	return q->ops->part_list(q->st, qr.id, plist_one, &l);
+	return q->ops->part_list(q->st, qr.id, "", plist_one, &l);
 }
 
 /* ---- reading the log ---- */

@@ -1643,6 +1643,50 @@ test_young_fold(void)
 	fix_close(&f);
 }
 
+/*
+ * The tick's walk over the partitions is spread over calls: each call of
+ * queen_maintain visits at most 1000 partitions and the next goes on from
+ * there, so 2500 partitions of expired messages take three calls, none of
+ * which says more is due, and a fourth starts over.
+ */
+static void
+test_maint_walk(void)
+{
+	enum { PARTS = 2500 };
+	struct fix f;
+	struct queen *q = fix_open(&f, "store-walk");
+	int64_t left[5];
+	char part[32];
+	bool more[4] = { true, true, true, true };
+	int i;
+
+	queen_batch_begin(q);
+	for (i = 0; i < PARTS; i++) {
+		snprintf(part, sizeof(part), "p%04d", i);
+		push1(q, Q, part, NULL, "x");
+	}
+	queen_batch_commit(q);
+	cfg(q, Q, NULL, "retention", "60");
+	f.now += 61 * SEC;
+	left[0] = msg_count(q, Q);
+	for (i = 0; i < 3; i++) {
+		queen_maintain(q, &more[i]);
+		left[i + 1] = msg_count(q, Q);
+	}
+	is_int(left[0], PARTS, "walk: %d messages, one a partition", PARTS);
+	ok(left[1] == PARTS - 1000 && left[2] == PARTS - 2000 &&
+	    left[3] == 0, "walk: 1000 partitions a call (left %lld, %lld, "
+	    "%lld)", (long long)left[1], (long long)left[2],
+	    (long long)left[3]);
+	ok(!more[0] && !more[1] && !more[2], "walk: no call says more is due");
+	/* a push behind the walk is found by the next round */
+	push1(q, Q, "p0000", NULL, "y");
+	f.now += 61 * SEC;
+	queen_maintain(q, &more[3]);
+	is_int(msg_count(q, Q), 0, "walk: the next call starts over");
+	fix_close(&f);
+}
+
 static void
 test_checkpoint(void)
 {
@@ -1837,6 +1881,7 @@ main(int argc, char **argv)
 	plan_lazy();
 	test_many_partitions();
 	test_young_fold();
+	test_maint_walk();
 	test_checkpoint();
 	test_checkpoint_beside();
 	test_checkpoint_fails();
