@@ -534,8 +534,11 @@ int queen_stats_get(struct queen *q, const char *queue, const char *group,
 /*
  * queen_maintain - run due housekeeping: retention, completed retention,
  * txn-hash purge, expired KV keys, due timers (each fires exactly once).
- * Does a bounded amount of work; *more is set when more is due.  Returns the
- * number of rows it changed, or a negative errno.
+ * Does a bounded amount of work; *more is set when more is due.  It visits
+ * at most 1000 partitions a call, each call going on where the last one
+ * stopped (that alone does not set *more), so a caller that runs it once a
+ * second comes round every partition every (partitions / 1000) seconds.
+ * Returns the number of rows it changed, or a negative errno.
  */
 ssize_t queen_maintain(struct queen *q, bool *more);
 /*
