@@ -15,10 +15,13 @@
 
 #define SEC 1000LL
 
-/* Push one message; returns its offset (>0), or a negative errno. */
+/*
+ * Push one message, refused if excl and it is a duplicate; returns its
+ * offset (>0), or a negative errno; *dup (if not NULL): it was one.
+ */
 static inline int64_t
-push1(struct queen *q, const char *queue, const char *part, const char *txid,
-    const char *payload)
+push_ex(struct queen *q, const char *queue, const char *part,
+    const char *txid, const char *payload, bool excl, bool *dup)
 {
 	struct queen_push_item it = { 0 };
 	struct queen_push_result r;
@@ -30,10 +33,20 @@ push1(struct queen *q, const char *queue, const char *part, const char *txid,
 	it.txid = txid;
 	it.payload = payload ? payload : "x";
 	it.len = strlen(it.payload);
-	rc = queen_push(q, &it, 1, false, &r);
+	rc = queen_push(q, &it, 1, excl, &r);
 	if (rc < 0)
 		return rc;
+	if (dup)
+		*dup = r.status == QUEEN_PUSH_DUPLICATE;
 	return r.offset;
+}
+
+/* Push one message; returns its offset (>0), or a negative errno. */
+static inline int64_t
+push1(struct queen *q, const char *queue, const char *part, const char *txid,
+    const char *payload)
+{
+	return push_ex(q, queue, part, txid, payload, false, NULL);
 }
 
 /* Push n messages named prefix1..prefixN; returns 0 or the first error. */

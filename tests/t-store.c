@@ -1466,32 +1466,6 @@ rounds_past(struct queen *q, uint64_t n)
 }
 
 /*
- * queen_checkpoint asks the store's own thread to move the log's pages
- * into the database file; it is refused inside a batch.
- */
-/* push txid into part; its offset, or -errno; *dup: a duplicate */
-static int64_t
-push_one(struct queen *q, const char *part, const char *txid, bool excl,
-    bool *dup)
-{
-	struct queen_push_item it = { 0 };
-	struct queen_push_result r;
-	int rc;
-
-	memset(&r, 0, sizeof(r));
-	it.queue = Q;
-	it.partition = part;
-	it.txid = txid;
-	it.payload = txid;
-	it.len = strlen(txid);
-	if ((rc = queen_push(q, &it, 1, excl, &r)) != 0)
-		return rc;
-	if (dup)
-		*dup = r.status == QUEEN_PUSH_DUPLICATE;
-	return r.offset;
-}
-
-/*
  * Rows of txns in the file: how many wait for their fold (h = 0), how many
  * are folded, and how many folded ones hold an h that is not their hash's
  * first 8 bytes (must be none).
@@ -1574,7 +1548,7 @@ test_young_fold(void)
 		snprintf(txid, sizeof(txid), "m%d", i);
 		if (i % 300 == 150)
 			queen_batch_begin(q);
-		offs[i] = push_one(q, i % 2 ? "odd" : "even", txid, false,
+		offs[i] = push_ex(q, Q, i % 2 ? "odd" : "even", txid, NULL, false,
 		    NULL);
 		if (i % 300 == 249)
 			queen_batch_commit(q);
@@ -1590,12 +1564,12 @@ test_young_fold(void)
 	}
 	is_int(miss, 0, "fold: every one of %d pushes found", N);
 	is_int(wrongoff, 0, "fold: each at its offset");
-	off = push_one(q, "even", "m0", false, &dup);
+	off = push_ex(q, Q, "even", "m0", NULL, false, &dup);
 	ok(dup && off == 1, "fold: a folded push is a duplicate (%lld)",
 	    (long long)off);
-	off = push_one(q, "odd", "m1199", false, &dup);
+	off = push_ex(q, Q, "odd", "m1199", NULL, false, &dup);
 	ok(dup && off == 600, "fold: the newest push is a duplicate");
-	ok(push_one(q, "odd", "m0", false, &dup) == 601 && !dup,
+	ok(push_ex(q, Q, "odd", "m0", NULL, false, &dup) == 601 && !dup,
 	    "fold: another partition's id is new");
 
 	/* a push rolled back leaves a pair whose row is gone, then reused */
@@ -1612,13 +1586,13 @@ test_young_fold(void)
 		is_int(queen_push(q, it, 2, true, r), -EEXIST,
 		    "fold: a call with a duplicate refused whole");
 	}
-	before = push_one(q, "even", "real", false, &dup);
+	before = push_ex(q, Q, "even", "real", NULL, false, &dup);
 	is_int(before, 601, "fold: the next push takes the offset back");
 	is_int(queen_msg_find(q, Q, "even", "ghost", &off), -ENOENT,
 	    "fold: the rolled-back push is not found");
 	for (i = 0; i < 3 * FOLD; i++) {
 		snprintf(txid, sizeof(txid), "more%d", i);
-		push_one(q, "odd", txid, false, NULL);
+		push_ex(q, Q, "odd", txid, NULL, false, NULL);
 	}
 	ok(queen_msg_find(q, Q, "even", "real", &off) == 0 && off == 601 &&
 	    queen_msg_find(q, Q, "even", "ghost", &off) == -ENOENT,
@@ -1638,7 +1612,7 @@ test_young_fold(void)
 	snprintf(txid, sizeof(txid), "more%d", 3 * FOLD - 1);
 	is_int(queen_msg_find(q, Q, "odd", txid, &off), 0,
 	    "fold: after a reopen the newest is found");
-	off = push_one(q, "odd", txid, false, &dup);
+	off = push_ex(q, Q, "odd", txid, NULL, false, &dup);
 	ok(dup, "fold: ... and still a duplicate");
 	fix_close(&f);
 }
@@ -1687,6 +1661,10 @@ test_maint_walk(void)
 	fix_close(&f);
 }
 
+/*
+ * queen_checkpoint asks the store's own thread to move the log's pages
+ * into the database file; it is refused inside a batch.
+ */
 static void
 test_checkpoint(void)
 {
