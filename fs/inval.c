@@ -20,6 +20,7 @@
 #include "fs.h"
 
 #define INVAL_DELAY_MS 1000
+#define INVAL_SLACK_MS 100  /* names due this soon go with the ones due now */
 #define INVAL_MAX 65536   /* past this, names are left to the kernel */
 #define INVAL_NODES 20000 /* below this many nodes, nothing is sent */
 
@@ -54,7 +55,8 @@ inval_main(void *arg)
 			pthread_cond_wait(&I.cond, &I.lock);
 			continue;
 		}
-		if (v->due > now) {
+		/* a push a moment apart must not wake the thread each time */
+		if (v->due > now + INVAL_SLACK_MS) {
 			struct timespec ts;
 
 			clock_gettime(CLOCK_REALTIME, &ts);
@@ -140,12 +142,15 @@ inval_later(fuse_ino_t dir, const char *name)
 		free(v);
 		return;
 	}
-	if (I.tail)
+	/* names come in the order they fall due: the thread, if it waits
+	 * for an earlier one, need not hear of this one */
+	if (I.tail) {
 		I.tail->next = v;
-	else
+	} else {
 		I.head = v;
+		pthread_cond_signal(&I.cond);
+	}
 	I.tail = v;
 	I.n++;
-	pthread_cond_signal(&I.cond);
 	pthread_mutex_unlock(&I.lock);
 }

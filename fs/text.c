@@ -181,11 +181,15 @@ text_sys_stats(struct queen *q, char **out, size_t *len)
 	struct sum s = { .q = q };
 	struct engine_counters c;
 	uint64_t beside, in_writer, held, folded;
+	size_t nodes;
 	FILE *f;
 	int rc;
 
 	rc = queen_queue_list(q, sum_cb, &s);
 	engine_counters(&c);
+	pthread_mutex_lock(&fs_lock);
+	nodes = fs_nodes;
+	pthread_mutex_unlock(&fs_lock);
 	if (!(f = open_memstream(out, len)))
 		return -ENOMEM;
 	fprintf(f, "queues = %lld\npartitions = %lld\nmessages = %lld\n"
@@ -200,13 +204,13 @@ text_sys_stats(struct queen *q, char **out, size_t *len)
 	fprintf(f, "pushes = %llu\nacks = %llu\npops = %llu\ncommits = %llu\n"
 	    "commit_failures = %llu\nwaiting_readers = %llu\n"
 	    "checkpoints = %llu\nwriter_checkpoints = %llu\n"
-	    "hashes_held = %llu\nhashes_folded = %llu\n",
+	    "hashes_held = %llu\nhashes_folded = %llu\nnodes = %zu\n",
 	    (unsigned long long)c.pushes, (unsigned long long)c.acks,
 	    (unsigned long long)c.pops, (unsigned long long)c.commits,
 	    (unsigned long long)c.commit_failures,
 	    (unsigned long long)c.waiters, (unsigned long long)beside,
 	    (unsigned long long)in_writer, (unsigned long long)held,
-	    (unsigned long long)folded);
+	    (unsigned long long)folded, nodes);
 	return close_text(f, out, len, rc < 0 ? rc : 0);
 }
 

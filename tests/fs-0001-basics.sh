@@ -157,6 +157,21 @@ test_expect_success 'the log is copied into the database beside the writer' '
 	wait_until 10 "test \$(stat -c %s \"$DB\") -gt $((200 * 16384))"
 '
 
+test_expect_success PYTHON 'past 20,000 names, pushed files are handed back to the kernel' '
+	mkdir "$MNT/queues/many" &&
+	python3 -c "
+import sys
+d = sys.argv[1]
+for i in range(21000):
+    with open(d + \"/n%d\" % i, \"w\") as f:
+        f.write(\"x\")
+" "$MNT/queues/many" &&
+	test_is 21000 "$(stat_of "$MNT/queues/many/stats" messages)" messages &&
+	n=$(stat_of "$MNT/sys/stats" nodes) &&
+	test "$n" -gt 20900 &&
+	wait_until 10 "test \$(stat_of \"$MNT/sys/stats\" nodes) -lt 20500"
+'
+
 test_expect_success 'data survives a remount' '
 	remount &&
 	cat "$MNT/queues/jobs/partitions/default/m1" >actual &&
