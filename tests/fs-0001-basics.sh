@@ -167,9 +167,9 @@ for i in range(21000):
         f.write(\"x\")
 " "$MNT/queues/many" &&
 	test_is 21000 "$(stat_of "$MNT/queues/many/stats" messages)" messages &&
-	n=$(stat_of "$MNT/sys/stats" nodes) &&
-	test "$n" -gt 20900 &&
-	wait_until 10 "test \$(stat_of \"$MNT/sys/stats\" nodes) -lt 20500"
+	# kept, every pushed file would stay a node: 21,000 and more (on a
+	# slow build the first names go back while the last are pushed)
+	wait_until 20 "test \$(stat_of \"$MNT/sys/stats\" nodes) -lt 20500"
 '
 
 test_expect_success 'data survives a remount' '
