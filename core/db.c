@@ -1263,6 +1263,9 @@ fold(struct store *s)
 		s->frz = s->act;
 		memset(&s->act, 0, sizeof(s->act));
 		s->fold_at = s->fold_pend = 0;
+		/* paid by the pushes from now on: what act's own pushes ran up
+		 * would fold all of frz at once, the stall slices avoid */
+		s->debt = 0;
 	}
 	want = s->act.n >= 2 * s->fold_max ? INT64_MAX : s->debt;
 	if (want < (int64_t)fold_min(s))
@@ -1285,6 +1288,8 @@ fold(struct store *s)
 		s->fold_pend_rows += (uint64_t)sqlite3_changes(s->db);
 		n++;
 	}
+	while (i < s->frz.cap && !s->frz.e[i].id)
+		i++;            /* so the commit after the last pair drops frz */
 	s->fold_pend = i;
 	s->debt = (int64_t)n >= s->debt ? 0 : s->debt - (int64_t)n;
 	return 0;
