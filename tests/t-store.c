@@ -1503,6 +1503,149 @@ out:
 	sqlite3_close(db);
 }
 
+/* the file's PRAGMA user_version, or -1 */
+static int
+file_version(const char *path)
+{
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	int v = -1;
+
+	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) ==
+	    SQLITE_OK && sqlite3_prepare_v2(db, "PRAGMA user_version", -1,
+	    &st, NULL) == SQLITE_OK) {
+		if (sqlite3_step(st) == SQLITE_ROW)
+			v = sqlite3_column_int(st, 0);
+		sqlite3_finalize(st);
+	}
+	sqlite3_close(db);
+	return v;
+}
+
+/*
+ * A file of schema version 1: every hash row holds its h, none waits.
+ * Made here from a new file by writing each row's h as version 1 did and
+ * setting the version back; opened, it becomes version 2, and its ids
+ * are found through the index alone.
+ */
+static void
+test_schema_v1(void)
+{
+	struct fix f;
+	sqlite3 *db;
+	sqlite3_stmt *st, *up;
+	uint64_t held = 1, folded;
+	int64_t off = 0;
+	bool dup = false;
+	int n = 0;
+
+	fix_open(&f, "store-v1");
+	if (fix_is_pg()) {
+		skip(5, "SQLite schema versions");
+		fix_close(&f);
+		return;
+	}
+	push1(f.q, Q, NULL, "a", "x");
+	push1(f.q, Q, NULL, "b", "x");
+	push1(f.q, Q, NULL, "c", "x");
+	queen_close(f.q);
+	f.q = NULL;
+	if (sqlite3_open(f.path, &db) == SQLITE_OK &&
+	    sqlite3_prepare_v2(db, "SELECT id, hash FROM txns", -1, &st,
+	    NULL) == SQLITE_OK &&
+	    sqlite3_prepare_v2(db, "UPDATE txns SET h = ?2 WHERE id = ?1", -1,
+	    &up, NULL) == SQLITE_OK) {
+		while (sqlite3_step(st) == SQLITE_ROW) {
+			const unsigned char *b = sqlite3_column_blob(st, 1);
+			uint64_t v = 0;
+			int i;
+
+			for (i = 0; i < 8; i++)
+				v = v << 8 | b[i];
+			sqlite3_reset(up);
+			sqlite3_bind_int64(up, 1, sqlite3_column_int64(st, 0));
+			sqlite3_bind_int64(up, 2, (int64_t)(v ? v : 1));
+			n += sqlite3_step(up) == SQLITE_DONE;
+		}
+		sqlite3_finalize(st);
+		sqlite3_finalize(up);
+		sqlite3_exec(db, "PRAGMA user_version = 1", NULL, NULL, NULL);
+	}
+	sqlite3_close(db);
+	ok(n == 3 && file_version(f.path) == 1, "v1: a file of version 1 "
+	    "with 3 hash rows in the index");
+	fix_reopen(&f);
+	queen_hash_counts(f.q, &held, &folded);
+	is_int((int64_t)held, 0, "v1: opened, nothing waits to be folded");
+	off = push_ex(f.q, Q, NULL, "b", NULL, false, &dup);
+	ok(dup && off == 2, "v1: an id of the old file is a duplicate");
+	is_int(queen_msg_find(f.q, Q, NULL, "c", &off), 0,
+	    "v1: and found by name");
+	queen_close(f.q);
+	f.q = NULL;
+	is_int(file_version(f.path), 2, "v1: the file is version 2 now");
+	fix_close(&f);
+}
+
+/* the fixture's store again, with hashes folded past fold_at */
+static int
+reopen_folding(struct fix *f, size_t fold_at)
+{
+	struct queen_options o = { 0 };
+
+	queen_close(f->q);
+	f->q = NULL;
+	o.path = f->path;
+	o.sync = QUEEN_SYNC_OFF;
+	o.clock = my_clock;
+	o.clock_arg = f;
+	o.fold_at = fold_at;
+	return queen_open(&o, &f->q);
+}
+
+/*
+ * A fold is paid for by the pushes after its table froze, two rows a
+ * push, not by the ones that filled it: those would fold the whole
+ * table in one transaction, a stall of some 75 ms at the default size.
+ */
+static void
+test_fold_slices(void)
+{
+	struct fix f;
+	uint64_t held = 0, folded = 0, f65 = 0, f66 = 0;
+	char txid[32];
+	int i;
+
+	fix_open(&f, "store-slices");
+	if (fix_is_pg()) {
+		skip(4, "the young hashes are the SQLite store's");
+		fix_close(&f);
+		return;
+	}
+	reopen_folding(&f, 64);
+	for (i = 1; i <= 97; i++) {
+		snprintf(txid, sizeof(txid), "s%d", i);
+		push1(f.q, Q, NULL, txid, "x");
+		queen_hash_counts(f.q, &held, &folded);
+		if (i == 64)
+			ok(held == 64 && folded == 0, "slices: 64 held, none "
+			    "folded (%llu, %llu)", (unsigned long long)held,
+			    (unsigned long long)folded);
+		if (i == 65)
+			f65 = folded;
+		if (i == 66)
+			f66 = folded;
+	}
+	is_int((int64_t)f65, 0, "slices: the push that froze the table "
+	    "folds nothing");
+	is_int((int64_t)f66, 2, "slices: the next folds two, for the push "
+	    "before it");
+	ok(folded == 64 && held == 33, "slices: 32 pushes later all 64 are "
+	    "folded and only the 33 new held (%llu, %llu)",
+	    (unsigned long long)folded, (unsigned long long)held);
+	fix_close(&f);
+}
+
 /*
  * A pushed hash waits in memory and in the h = 0 rows until it is folded
  * into the index; it must be found the same before, during and after its
@@ -1522,27 +1665,14 @@ test_young_fold(void)
 
 	q = fix_open(&f, "store-fold");
 	if (fix_is_pg()) {
-		skip(16, "the young hashes are the SQLite store's");
+		skip(15, "the young hashes are the SQLite store's");
 		fix_close(&f);
 		return;
 	}
 	snprintf(path, sizeof(path), "%s", f.path);
-	queen_close(q);
-	f.q = NULL;
-	ok(open_with(&f, path, QUEEN_SYNC_OFF, false, NULL, &q) == 0 &&
-	    (queen_close(q), 1), "fold: store made");
-	{
-		struct queen_options o = { 0 };
-
-		o.path = path;
-		o.sync = QUEEN_SYNC_OFF;
-		o.clock = my_clock;
-		o.clock_arg = &f;
-		o.fold_at = FOLD;
-		is_int(queen_open(&o, &f.q), 0, "fold: opened, folding at %d",
-		    FOLD);
-		q = f.q;
-	}
+	is_int(reopen_folding(&f, FOLD), 0, "fold: opened, folding at %d",
+	    FOLD);
+	q = f.q;
 	/* singles and batches, in two partitions */
 	for (i = 0; i < N; i++) {
 		snprintf(txid, sizeof(txid), "m%d", i);
@@ -1861,6 +1991,8 @@ main(int argc, char **argv)
 	plan_lazy();
 	test_many_partitions();
 	test_young_fold();
+	test_fold_slices();
+	test_schema_v1();
 	test_maint_walk();
 	test_checkpoint();
 	test_checkpoint_beside();
