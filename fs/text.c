@@ -303,6 +303,7 @@ text_metrics(struct queen *q, char **out, size_t *len)
 	struct rows rs = { .q = q };
 	struct engine_counters c;
 	uint64_t beside, in_writer, held, folded;
+	size_t nodes;
 	FILE *f;
 	int rc;
 
@@ -352,6 +353,12 @@ text_metrics(struct queen *q, char **out, size_t *len)
 	    "hash index.", held);
 	counter(f, "queenfs_hashes_folded_total", "counter",
 	    "Hash rows folded into the hash index.", folded);
+	pthread_mutex_lock(&fs_lock);
+	nodes = fs_nodes;
+	pthread_mutex_unlock(&fs_lock);
+	counter(f, "queenfs_nodes", "gauge",
+	    "Names the mount holds for the kernel (past 20000 it hands "
+	    "pushed ones back).", nodes);
 	return close_text(f, out, len, rc < 0 ? rc : 0);
 }
 

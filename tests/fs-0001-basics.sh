@@ -169,7 +169,8 @@ for i in range(21000):
 	test_is 21000 "$(stat_of "$MNT/queues/many/stats" messages)" messages &&
 	# kept, every pushed file would stay a node: 21,000 and more (on a
 	# slow build the first names go back while the last are pushed)
-	wait_until 20 "test \$(stat_of \"$MNT/sys/stats\" nodes) -lt 20500"
+	wait_until 20 "test \$(stat_of \"$MNT/sys/stats\" nodes) -lt 20500" &&
+	grep -q "^queenfs_nodes [0-9]" "$MNT/sys/metrics"
 '
 
 test_expect_success 'data survives a remount' '
