@@ -38,7 +38,8 @@ enum stmt {
 	ST_MSG_APPEND, ST_TXN_APPEND, ST_MSG_SCAN, ST_MSG_SCAN_META, ST_MSG_TIME,
 	ST_MSG_NEXT, ST_MSG_COUNT, ST_MSG_PURGE, ST_MSG_DELETE_PART,
 	ST_TXN_FIND_LO, ST_TXN_FIND_HI, ST_TXN_TIME, ST_TXN_PURGE,
-	ST_TXN_CHECK, ST_TXN_YOUNG, ST_TXN_FOLD,
+	ST_TXN_CHECK, ST_YOUNG_PUT, ST_YOUNG_LIST, ST_YOUNG_LAST, ST_YOUNG_DROP,
+	ST_HASH_FOLD,
 	ST_TXN_DELETE_PART,
 	ST_DLQ_INSERT, ST_DLQ_LIST, ST_DLQ_LIST_META, ST_DLQ_COUNT,
 	ST_KV_GET, ST_KV_PUT, ST_KV_DELETE, ST_KV_EXPIRY, ST_KV_LIST, ST_KV_PURGE,
@@ -156,9 +157,9 @@ static const char *const sql[ST__N] = {
 	/* key, created_at, txid, trace_id, payload */
 	[ST_MSG_APPEND] = "INSERT INTO messages (id, created_at, txid, "
 	    "trace_id, payload) VALUES (?1, ?2, ?3, ?4, ?5)",
-	/* key, hash, created_at: h comes later (fold) */
+	/* key, hash, created_at, h: the index entry comes later (fold) */
 	[ST_TXN_APPEND] = "INSERT INTO txns (id, h, hash, created_at) "
-	    "VALUES (?1, 0, ?2, ?3)",
+	    "VALUES (?1, ?4, ?2, ?3)",
 	/* from key, to key, limit */
 	[ST_MSG_SCAN] = "SELECT id, created_at, txid, trace_id, payload "
 	    "FROM messages WHERE id >= ?1 AND id <= ?2 ORDER BY id LIMIT ?3",
@@ -179,17 +180,24 @@ static const char *const sql[ST__N] = {
 	[ST_MSG_DELETE_PART] = "DELETE FROM messages "
 	    "WHERE id >= ?1 AND id <= ?2",
 	/* hash, lo key, hi key, h */
-	[ST_TXN_FIND_LO] = "SELECT id, created_at FROM txns WHERE h = ?4 "
-	    "AND hash = ?1 AND id >= ?2 AND id <= ?3 ORDER BY id LIMIT 1",
-	[ST_TXN_FIND_HI] = "SELECT id, created_at FROM txns WHERE h = ?4 "
-	    "AND hash = ?1 AND id >= ?2 AND id <= ?3 ORDER BY id DESC LIMIT 1",
+	[ST_TXN_FIND_LO] = "SELECT t.id, t.created_at FROM hashes x "
+	    "JOIN txns t ON t.id = x.id WHERE x.h = ?4 AND x.id >= ?2 "
+	    "AND x.id <= ?3 AND t.hash = ?1 ORDER BY x.id LIMIT 1",
+	[ST_TXN_FIND_HI] = "SELECT t.id, t.created_at FROM hashes x "
+	    "JOIN txns t ON t.id = x.id WHERE x.h = ?4 AND x.id >= ?2 "
+	    "AND x.id <= ?3 AND t.hash = ?1 ORDER BY x.id DESC LIMIT 1",
 	/* key, hash */
 	[ST_TXN_CHECK] = "SELECT created_at FROM txns "
 	    "WHERE id = ?1 AND hash = ?2",
-	[ST_TXN_YOUNG] = "SELECT id, hash FROM txns WHERE h = 0",
-	/* key, h, the hash's first 8 bytes */
-	[ST_TXN_FOLD] = "UPDATE txns SET h = ?2 "
-	    "WHERE id = ?1 AND h = 0 AND substr(hash, 1, 8) = ?3",
+	/* key, h */
+	[ST_YOUNG_PUT] = "INSERT INTO young (id, h) VALUES (?1, ?2)",
+	[ST_YOUNG_LIST] = "SELECT id, h FROM young",
+	[ST_YOUNG_LAST] = "SELECT coalesce(max(seq), 0) FROM young",
+	/* the last seq folded */
+	[ST_YOUNG_DROP] = "DELETE FROM young WHERE seq <= ?1",
+	/* key, h: only if the row is there and holds that h */
+	[ST_HASH_FOLD] = "INSERT OR IGNORE INTO hashes (h, id) "
+	    "SELECT h, id FROM txns WHERE id = ?1 AND h = ?2",
 	/* key */
 	[ST_TXN_TIME] = "SELECT created_at FROM txns WHERE id = ?1",
 	/* first key, upto key, limit */
@@ -277,14 +285,16 @@ struct store {
 	bool fault;             /* opened through the fault hook's VFS */
 	struct ckpt *ck;        /* the checkpointer (read-write stores) */
 	/*
-	 * Young hashes (pushed, not yet in txns_h): new ones go to act; once
-	 * it holds fold_max, it becomes frz, which each transaction's start
-	 * folds into txns_h a slice of slots at a time, paid for by debt (two
+	 * Young hashes (pushed, not yet in hashes): new ones go to act and
+	 * the young log; once act holds fold_max, it becomes frz, which
+	 * each transaction's start folds into hashes a slice of slots at a
+	 * time, paid for by debt (two
 	 * per push).  frz's slots below fold_at are folded and committed,
 	 * below fold_pend folded in the open transaction.
 	 */
 	struct ytab act, frz;
 	size_t fold_at, fold_pend, fold_max;
+	int64_t frz_seq;        /* young's last seq when frz froze */
 	int64_t debt;
 	uint64_t folded, fold_pend_rows;        /* rows: committed, open */
 	bool registered;        /* in open_stores, as its file's store */
@@ -1201,6 +1211,21 @@ h64(const struct hash128 *h)
 	return v ? (int64_t)v : 1;     /* 0 marks a row not yet folded */
 }
 
+/* queen_h64(hash) in SQL, for the schema's step to version 3 */
+static void
+sql_h64(sqlite3_context *cx, int argc, sqlite3_value **argv)
+{
+	struct hash128 h;
+
+	(void)argc;
+	if (sqlite3_value_bytes(argv[0]) != 16) {
+		sqlite3_result_error(cx, "queen_h64: not a 16-byte hash", -1);
+		return;
+	}
+	memcpy(h.b, sqlite3_value_blob(argv[0]), 16);
+	sqlite3_result_int64(cx, h64(&h));
+}
+
 static int
 s_msg_append(struct store *s, int64_t pid, int64_t off, int64_t at,
     const char *txid, const char *trace, const void *payload, size_t len,
@@ -1222,6 +1247,12 @@ s_msg_append(struct store *s, int64_t pid, int64_t off, int64_t at,
 	sqlite3_bind_int64(st, 1, PB(pid) + off);
 	sqlite3_bind_blob(st, 2, h->b, 16, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 3, at);
+	sqlite3_bind_int64(st, 4, h64(h));
+	if ((rc = run(s, st)) != 0)
+		return rc;
+	STMT(s, ST_YOUNG_PUT, st);
+	sqlite3_bind_int64(st, 1, PB(pid) + off);
+	sqlite3_bind_int64(st, 2, h64(h));
 	if ((rc = run(s, st)) != 0)
 		return rc;
 	s->debt += 2;
@@ -1246,8 +1277,10 @@ fold_min(const struct store *s)
  * way, act becomes frz; then fold as many of frz's hashes as the debt
  * allows (none below fold_min, all when act has grown twice as big),
  * walking its slots in order, so in nearly ascending h: each slice
- * writes a run of neighbouring txns_h pages.  A pair whose row is gone
- * or holds another hash (a push rolled back) changes nothing.
+ * writes a run of neighbouring pages of hashes, and no txns row.  A pair
+ * goes in only if its txns row holds it: one whose push was rolled back
+ * or purged, or whose id now holds another push, changes nothing.  The
+ * slice that ends frz drops young's rows up to frz_seq, all of frz's.
  */
 static int
 fold(struct store *s)
@@ -1260,6 +1293,9 @@ fold(struct store *s)
 	if (!s->frz.e) {
 		if (s->act.n < s->fold_max)
 			return 0;
+		STMT(s, ST_YOUNG_LAST, st);
+		if ((rc = one_int(s, st, &s->frz_seq)) != 0)
+			return rc;
 		s->frz = s->act;
 		memset(&s->act, 0, sizeof(s->act));
 		s->fold_at = s->fold_pend = 0;
@@ -1272,25 +1308,27 @@ fold(struct store *s)
 		return 0;
 	for (i = s->fold_pend; i < s->frz.cap && (int64_t)n < want; i++) {
 		const struct yent *e = &s->frz.e[i];
-		unsigned char b[8];
-		int k;
 
 		if (!e->id)
 			continue;
-		for (k = 0; k < 8; k++)
-			b[k] = (unsigned char)((uint64_t)e->h >> (56 - 8 * k));
-		STMT(s, ST_TXN_FOLD, st);
+		n++;
+		STMT(s, ST_HASH_FOLD, st);
 		sqlite3_bind_int64(st, 1, e->id);
 		sqlite3_bind_int64(st, 2, e->h);
-		sqlite3_bind_blob(st, 3, b, 8, SQLITE_STATIC);
 		if ((rc = run(s, st)) != 0)
 			return rc;
 		s->fold_pend_rows += (uint64_t)sqlite3_changes(s->db);
-		n++;
 	}
 	while (i < s->frz.cap && !s->frz.e[i].id)
 		i++;            /* so the commit after the last pair drops frz */
 	s->fold_pend = i;
+	if (i == s->frz.cap) {
+		/* all of frz is in hashes: its stretch of the log goes */
+		STMT(s, ST_YOUNG_DROP, st);
+		sqlite3_bind_int64(st, 1, s->frz_seq);
+		if ((rc = run(s, st)) != 0)
+			return rc;
+	}
 	s->debt = (int64_t)n >= s->debt ? 0 : s->debt - (int64_t)n;
 	return 0;
 }
@@ -1300,23 +1338,11 @@ static int
 young_load(struct store *s)
 {
 	sqlite3_stmt *st;
-	int64_t version = 0;
 	int rc;
 
-	rc = sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &st, NULL);
-	if (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-		version = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
-	if (version < 2)
-		return 0;       /* a read-only open of a version 1 file */
-	STMT(s, ST_TXN_YOUNG, st);
+	STMT(s, ST_YOUNG_LIST, st);
 	while ((rc = row(s, st)) == 1) {
-		struct hash128 h;
-
-		if (sqlite3_column_bytes(st, 1) != 16)
-			continue;
-		memcpy(h.b, sqlite3_column_blob(st, 1), 16);
-		if ((rc = ytab_put(&s->act, h64(&h),
+		if ((rc = ytab_put(&s->act, sqlite3_column_int64(st, 1),
 		    sqlite3_column_int64(st, 0))) != 0) {
 			sqlite3_reset(st);
 			return rc;
@@ -2131,7 +2157,14 @@ db_open(const struct queen_options *opt, struct store **out,
 		snprintf(err, errlen, "%s: %s", opt->path, s->err);
 		goto out_close;
 	}
-	if (!opt->read_only && (rc = schema_migrate(s->db, err, errlen)) != 0)
+	if ((rc = sqlite3_create_function(s->db, "queen_h64", 1, SQLITE_UTF8 |
+	    SQLITE_DETERMINISTIC, NULL, sql_h64, NULL, NULL)) != SQLITE_OK) {
+		snprintf(err, errlen, "%s: %s", opt->path,
+		    sqlite3_errmsg(s->db));
+		rc = db_errno(rc);
+		goto out_close;
+	}
+	if ((rc = schema_migrate(s->db, opt->read_only, err, errlen)) != 0)
 		goto out_close;
 	if ((rc = young_load(s)) != 0) {
 		snprintf(err, errlen, "%s: reading the hashes not yet indexed: "

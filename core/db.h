@@ -13,7 +13,7 @@
 #include "core.h"
 
 int db_errno(int rc);
-int schema_migrate(sqlite3 *db, char *err, size_t errlen);
+int schema_migrate(sqlite3 *db, bool read_only, char *err, size_t errlen);
 /* vfs.c: the VFS to open with; spec, if not NULL, arms the test hook's
  * fault ("fsync:N", "write:N") */
 int queen_vfs(const char *spec, const char **name, char *err, size_t errlen);

@@ -6,6 +6,7 @@
  * the statements that use it to db.c; note it in docs/engine.md.
  */
 #include <sqlite3.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "db.h"
@@ -15,8 +16,8 @@
  * partition's log is one contiguous range of a single b-tree.  The txn-hash
  * rows (one per pushed message, the 16-byte xxh3-128 of its transactionId)
  * use the same key and are purged on their own clock.  They are found by
- * an index on the hash's first 8 bytes as an integer (h), which is half
- * the size of an index on the whole blob; the blob is compared after.
+ * the hash's first 8 bytes as an integer (h), in an index of (h, id)
+ * half the size of one on the whole blob; the blob is compared after.
  */
 static const char *const steps[] = {
 	/* version 1 */
@@ -96,12 +97,37 @@ static const char *const steps[] = {
 	 * builds, which would not look for those rows, off the file.
 	 */
 	"-- h = 0: not folded yet",
+	/*
+	 * version 3: the index of hashes is a table of its own, keyed by
+	 * (h, id), and a row's h is written with it.  A push appends (id, h)
+	 * to young, a log in push order; a fold copies the rows' pairs into
+	 * hashes in h order and then drops the log's folded stretch whole:
+	 * it writes only hashes' pages and never rewrites a txns row.  The
+	 * rows of version 2 still waiting (h = 0) go to young.  Whatever
+	 * deletes a txns row takes its hashes row too.  queen_h64 is db.c's
+	 * h of a hash, registered for this step.
+	 */
+	"CREATE TABLE young ("
+	" seq INTEGER PRIMARY KEY, id INTEGER NOT NULL, h INTEGER NOT NULL);"
+	"INSERT INTO young (id, h)"
+	" SELECT id, queen_h64(hash) FROM txns WHERE h = 0 ORDER BY id;"
+	"UPDATE txns SET h = queen_h64(hash) WHERE h = 0;"
+	"CREATE TABLE hashes ("
+	" h INTEGER NOT NULL, id INTEGER NOT NULL,"
+	" PRIMARY KEY (h, id)) WITHOUT ROWID;"
+	"INSERT INTO hashes SELECT h, id FROM txns"
+	" WHERE id NOT IN (SELECT id FROM young) ORDER BY h, id;"
+	"DROP INDEX txns_h;"
+	"CREATE TRIGGER txns_gone AFTER DELETE ON txns BEGIN"
+	" DELETE FROM hashes WHERE h = old.h AND id = old.id;"
+	" END;",
 };
 
 #define NSTEPS ((int)(sizeof(steps) / sizeof(steps[0])))
 
+/* Bring the file to this build's version; a read-only open only checks. */
 int
-schema_migrate(sqlite3 *db, char *err, size_t errlen)
+schema_migrate(sqlite3 *db, bool read_only, char *err, size_t errlen)
 {
 	sqlite3_stmt *st;
 	char *msg = NULL;
@@ -122,6 +148,12 @@ schema_migrate(sqlite3 *db, char *err, size_t errlen)
 	}
 	if (version == NSTEPS)
 		return 0;
+	if (read_only) {
+		snprintf(err, errlen, "database schema version %d is older "
+		    "than this queenfs's (%d): open it once read-write to "
+		    "upgrade it", version, NSTEPS);
+		return -EPROTO;
+	}
 	rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
 	if (rc != SQLITE_OK)
 		goto fail;

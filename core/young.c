@@ -1,5 +1,5 @@
 /*
- * young.c - the hashes of pushes not yet in the txns_h index, in memory.
+ * young.c - the hashes of pushes not yet in the hashes table, in memory.
  *
  * An open-addressing table of (h, id) pairs with linear probing, where a
  * pair's home slot is the top bits of h.  So the table is nearly in h

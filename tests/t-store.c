@@ -1466,9 +1466,11 @@ rounds_past(struct queen *q, uint64_t n)
 }
 
 /*
- * Rows of txns in the file: how many wait for their fold (h = 0), how many
- * are folded, and how many folded ones hold an h that is not their hash's
- * first 8 bytes (must be none).
+ * The hash rows in the file: how many are folded (in hashes), how many
+ * wait for their fold (in young only), and how many are wrong (must be
+ * none): a txns row whose h is not its hash's first 8 bytes or which is
+ * in neither table, or a hashes row with no such txns row.  young may
+ * hold rows txns has lost (rolled back, purged) until its stretch goes.
  */
 static void
 count_hashes(const char *path, int *young, int *folded, int *wrong)
@@ -1479,28 +1481,58 @@ count_hashes(const char *path, int *young, int *folded, int *wrong)
 	*young = *folded = *wrong = -1;
 	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
 		goto out;
-	if (sqlite3_prepare_v2(db, "SELECT h, hash FROM txns", -1, &st,
-	    NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(db, "SELECT t.h, t.hash, "
+	    "(SELECT count(*) FROM young y WHERE y.id = t.id AND y.h = t.h), "
+	    "(SELECT count(*) FROM hashes x WHERE x.h = t.h AND x.id = t.id) "
+	    "FROM txns t", -1, &st, NULL) != SQLITE_OK)
 		goto out;
 	*young = *folded = *wrong = 0;
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		const unsigned char *b = sqlite3_column_blob(st, 1);
+		int in_young = sqlite3_column_int(st, 2);
+		int in_hashes = sqlite3_column_int(st, 3);
 		uint64_t v = 0;
 		int i;
 
-		if (sqlite3_column_int64(st, 0) == 0) {
-			(*young)++;
-			continue;
-		}
-		(*folded)++;
+		*folded += in_hashes;
+		*young += !in_hashes && in_young;
 		for (i = 0; i < 8 && sqlite3_column_bytes(st, 1) == 16; i++)
 			v = v << 8 | b[i];
-		if ((int64_t)(v ? v : 1) != sqlite3_column_int64(st, 0))
+		if ((int64_t)(v ? v : 1) != sqlite3_column_int64(st, 0) ||
+		    (!in_young && !in_hashes))
 			(*wrong)++;
 	}
 	sqlite3_finalize(st);
+	if (sqlite3_prepare_v2(db, "SELECT count(*) FROM hashes x WHERE NOT "
+	    "EXISTS (SELECT 1 FROM txns t WHERE t.id = x.id AND t.h = x.h)",
+	    -1, &st, NULL) != SQLITE_OK || sqlite3_step(st) != SQLITE_ROW)
+		*wrong = -1;
+	else
+		*wrong += sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
 out:
 	sqlite3_close(db);
+}
+
+/* the rows of a table in the file, or -1 */
+static int
+table_rows(const char *path, const char *table)
+{
+	char sql[128];
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	int n = -1;
+
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM %s", table);
+	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) ==
+	    SQLITE_OK && sqlite3_prepare_v2(db, sql, -1, &st, NULL) ==
+	    SQLITE_OK) {
+		if (sqlite3_step(st) == SQLITE_ROW)
+			n = sqlite3_column_int(st, 0);
+		sqlite3_finalize(st);
+	}
+	sqlite3_close(db);
+	return n;
 }
 
 /* the file's PRAGMA user_version, or -1 */
@@ -1528,62 +1560,153 @@ file_version(const char *path)
  * setting the version back; opened, it becomes version 2, and its ids
  * are found through the index alone.
  */
+/*
+ * The file as an older build left it.  Version 1: every row's h set and
+ * indexed in txns_h.  Version 2: the same, but rows not folded yet hold
+ * h = 0.  Neither has the young or hashes table.
+ */
+static int
+make_old(const char *path, int version)
+{
+	char sql[512];
+	sqlite3 *db;
+	int rc;
+
+	snprintf(sql, sizeof(sql), "BEGIN;"
+	    "CREATE INDEX txns_h ON txns (h);"
+	    "UPDATE txns SET h = 0 WHERE %d = 2 AND id NOT IN (SELECT id FROM hashes);"
+	    "DROP TRIGGER txns_gone; DROP TABLE young; DROP TABLE hashes;"
+	    "PRAGMA user_version = %d; COMMIT", version, version);
+	if ((rc = sqlite3_open(path, &db)) == SQLITE_OK)
+		rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+	sqlite3_close(db);
+	return rc;
+}
+
+/*
+ * Files of schema versions 1 and 2 are brought to this version when
+ * opened read-write, their hashes all found; a read-only open of one is
+ * refused.  The fixture folds at 5, so of 12 pushes some are folded and
+ * some wait.
+ */
 static void
-test_schema_v1(void)
+test_schema_old(void)
+{
+	int v;
+
+	for (v = 1; v <= 2; v++) {
+		struct fix f;
+		struct queen *ro = NULL;
+		char txid[16];
+		uint64_t held = 99, folded;
+		int64_t off = 0;
+		bool dup = false;
+		int i, young, nfolded, wrong, was_young;
+
+		fix_open(&f, "store-old");
+		if (fix_is_pg()) {
+			skip(8, "SQLite schema versions");
+			fix_close(&f);
+			return;
+		}
+		for (i = 0; i < 12; i++) {
+			snprintf(txid, sizeof(txid), "m%d", i);
+			push1(f.q, Q, NULL, txid, "x");
+		}
+		queen_close(f.q);
+		f.q = NULL;
+		count_hashes(f.path, &was_young, &nfolded, &wrong);
+		ok(was_young > 0 && nfolded > 0 && wrong == 0,
+		    "v%d: some folded, some young (%d, %d)", v, nfolded,
+		    was_young);
+		ok(make_old(f.path, v) == SQLITE_OK &&
+		    file_version(f.path) == v, "v%d: a file of version %d", v,
+		    v);
+		is_int(raw_open(&f, f.path, true, &ro), -EPROTO,
+		    "v%d: a read-only open is refused", v);
+		queen_close(ro);
+		fix_reopen(&f);
+		queen_hash_counts(f.q, &held, &folded);
+		is_int((int64_t)held, v == 2 ? was_young : 0,
+		    "v%d: opened, the young rows are held", v);
+		off = push_ex(f.q, Q, NULL, "m1", NULL, false, &dup);
+		ok(dup && off == 2, "v%d: an old id is a duplicate", v);
+		is_int(queen_msg_find(f.q, Q, NULL, "m11", &off), 0,
+		    "v%d: and the newest found by name", v);
+		queen_close(f.q);
+		f.q = NULL;
+		is_int(file_version(f.path), 3, "v%d: the file is version 3 now",
+		    v);
+		count_hashes(f.path, &young, &nfolded, &wrong);
+		ok(wrong == 0 && young + nfolded == 12,
+		    "v%d: every row in young or hashes (%d, %d, %d wrong)", v,
+		    young, nfolded, wrong);
+		fix_close(&f);
+	}
+}
+
+/* push n messages named <prefix>0.. to queue qn and count them found */
+static int
+push_found(struct queen *q, const char *qn, const char *prefix, int n)
+{
+	char txid[16];
+	int64_t off;
+	int i, found = 0;
+
+	for (i = 0; i < n; i++) {
+		snprintf(txid, sizeof(txid), "%s%d", prefix, i);
+		push1(q, qn, NULL, txid, "x");
+	}
+	for (i = 0; i < n; i++) {
+		snprintf(txid, sizeof(txid), "%s%d", prefix, i);
+		found += queen_msg_find(q, qn, NULL, txid, &off) == 0;
+	}
+	return found;
+}
+
+/*
+ * Whatever deletes hash rows (a queue deleted, hash_retention's purge)
+ * takes their young and hashes rows too, and the pairs still in memory
+ * for rows gone, whose ids a new partition takes again, fold nothing.
+ */
+static void
+test_hash_tables(void)
 {
 	struct fix f;
-	sqlite3 *db;
-	sqlite3_stmt *st, *up;
-	uint64_t held = 1, folded;
-	int64_t off = 0;
-	bool dup = false;
-	int n = 0;
+	int young, folded, wrong, found;
 
-	fix_open(&f, "store-v1");
+	fix_open(&f, "store-htab");
 	if (fix_is_pg()) {
-		skip(5, "SQLite schema versions");
+		skip(8, "the SQLite store's tables");
 		fix_close(&f);
 		return;
 	}
-	push1(f.q, Q, NULL, "a", "x");
-	push1(f.q, Q, NULL, "b", "x");
-	push1(f.q, Q, NULL, "c", "x");
-	queen_close(f.q);
-	f.q = NULL;
-	if (sqlite3_open(f.path, &db) == SQLITE_OK &&
-	    sqlite3_prepare_v2(db, "SELECT id, hash FROM txns", -1, &st,
-	    NULL) == SQLITE_OK &&
-	    sqlite3_prepare_v2(db, "UPDATE txns SET h = ?2 WHERE id = ?1", -1,
-	    &up, NULL) == SQLITE_OK) {
-		while (sqlite3_step(st) == SQLITE_ROW) {
-			const unsigned char *b = sqlite3_column_blob(st, 1);
-			uint64_t v = 0;
-			int i;
-
-			for (i = 0; i < 8; i++)
-				v = v << 8 | b[i];
-			sqlite3_reset(up);
-			sqlite3_bind_int64(up, 1, sqlite3_column_int64(st, 0));
-			sqlite3_bind_int64(up, 2, (int64_t)(v ? v : 1));
-			n += sqlite3_step(up) == SQLITE_DONE;
-		}
-		sqlite3_finalize(st);
-		sqlite3_finalize(up);
-		sqlite3_exec(db, "PRAGMA user_version = 1", NULL, NULL, NULL);
-	}
-	sqlite3_close(db);
-	ok(n == 3 && file_version(f.path) == 1, "v1: a file of version 1 "
-	    "with 3 hash rows in the index");
-	fix_reopen(&f);
-	queen_hash_counts(f.q, &held, &folded);
-	is_int((int64_t)held, 0, "v1: opened, nothing waits to be folded");
-	off = push_ex(f.q, Q, NULL, "b", NULL, false, &dup);
-	ok(dup && off == 2, "v1: an id of the old file is a duplicate");
-	is_int(queen_msg_find(f.q, Q, NULL, "c", &off), 0,
-	    "v1: and found by name");
-	queen_close(f.q);
-	f.q = NULL;
-	is_int(file_version(f.path), 2, "v1: the file is version 2 now");
+	is_int(push_found(f.q, "Z", "m", 12), 12, "htab: 12 pushed, found");
+	cfg(f.q, "Z", NULL, "retention", "1");
+	f.now += 2 * SEC;
+	maintain_all(f.q);
+	is_int(queen_queue_delete(f.q, "Z"), 0, "htab: emptied and deleted");
+	count_hashes(f.path, &young, &folded, &wrong);
+	ok(young == 0 && folded == 0 && wrong == 0,
+	    "htab: no young or hashes row left (%d, %d, %d)", young, folded,
+	    wrong);
+	found = push_found(f.q, "Z", "n", 12);
+	is_int(found, 12, "htab: a new queue of that name, 12 found");
+	is_int(push1(f.q, "Z", NULL, "m3", "x"), 13,
+	    "htab: an id of the deleted queue is new");
+	count_hashes(f.path, &young, &folded, &wrong);
+	ok(young + folded == 13 && wrong == 0 && folded > 0,
+	    "htab: each row in young or hashes (%d, %d, %d)", young, folded,
+	    wrong);
+	cfg(f.q, "Z", NULL, "hash_retention", "1");
+	f.now += 2 * SEC;
+	maintain_all(f.q);
+	count_hashes(f.path, &young, &folded, &wrong);
+	ok(young == 0 && folded == 0 && wrong == 0,
+	    "htab: the hash rows' purge leaves none (%d, %d, %d)", young,
+	    folded, wrong);
+	cfg(f.q, "Z", NULL, "hash_retention", "3600");
+	is_int(push_found(f.q, "Z", "p", 12), 12, "htab: 12 more, found");
 	fix_close(&f);
 }
 
@@ -1735,6 +1858,9 @@ test_young_fold(void)
 	ok(young > 0 && young <= 3 * FOLD, "fold: a few wait, no more than "
 	    "%d", 3 * FOLD);
 	is_int(wrong, 0, "fold: every folded row holds its own hash");
+	young = table_rows(path, "young");
+	ok(young >= 0 && young <= 3 * FOLD, "fold: the young log keeps no "
+	    "more than %d rows (%d)", 3 * FOLD, young);
 
 	/* reopened: the waiting ones are read back */
 	fix_reopen(&f);
@@ -1992,7 +2118,8 @@ main(int argc, char **argv)
 	test_many_partitions();
 	test_young_fold();
 	test_fold_slices();
-	test_schema_v1();
+	test_schema_old();
+	test_hash_tables();
 	test_maint_walk();
 	test_checkpoint();
 	test_checkpoint_beside();
