@@ -281,8 +281,8 @@ struct store_ops {
 	/* copy the log into the database, now or soon (NULL: nothing to
 	 * do); checkpoints: how many ran beside the writer and in it */
 	int (*checkpoint)(struct store *st);
-	/* optional: young hashes held, hash rows folded (SQLite) */
-	void (*hashes)(struct store *st, uint64_t *held, uint64_t *folded);
+	/* optional: the hashes in memory (SQLite); out is zeroed */
+	void (*hashes)(struct store *st, struct queen_hash_stats *out);
 	void (*checkpoints)(struct store *st, uint64_t *beside,
 	    uint64_t *in_writer);
 };

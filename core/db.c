@@ -39,7 +39,7 @@ enum stmt {
 	ST_MSG_NEXT, ST_MSG_COUNT, ST_MSG_PURGE, ST_MSG_DELETE_PART,
 	ST_TXN_FIND_LO, ST_TXN_FIND_HI, ST_TXN_TIME, ST_TXN_PURGE,
 	ST_TXN_CHECK, ST_YOUNG_PUT, ST_YOUNG_LIST, ST_YOUNG_LAST, ST_YOUNG_DROP,
-	ST_HASH_FOLD,
+	ST_HASH_FOLD, ST_HASH_COUNT, ST_HASH_SCAN,
 	ST_TXN_DELETE_PART,
 	ST_DLQ_INSERT, ST_DLQ_LIST, ST_DLQ_LIST_META, ST_DLQ_COUNT,
 	ST_KV_GET, ST_KV_PUT, ST_KV_DELETE, ST_KV_EXPIRY, ST_KV_LIST, ST_KV_PURGE,
@@ -198,6 +198,10 @@ static const char *const sql[ST__N] = {
 	/* key, h: only if the row is there and holds that h */
 	[ST_HASH_FOLD] = "INSERT OR IGNORE INTO hashes (h, id) "
 	    "SELECT h, id FROM txns WHERE id = ?1 AND h = ?2",
+	[ST_HASH_COUNT] = "SELECT count(*) FROM hashes",
+	/* after (h, id), limit */
+	[ST_HASH_SCAN] = "SELECT h, id FROM hashes WHERE (h, id) > (?1, ?2) "
+	    "ORDER BY h, id LIMIT ?3",
 	/* key */
 	[ST_TXN_TIME] = "SELECT created_at FROM txns WHERE id = ?1",
 	/* first key, upto key, limit */
@@ -295,6 +299,18 @@ struct store {
 	struct ytab act, frz;
 	size_t fold_at, fold_pend, fold_max;
 	int64_t frz_seq;        /* young's last seq when frz froze */
+	/*
+	 * The hash filter: every h in hashes, act and frz is in flt (w NULL:
+	 * no filter yet, or it was given up).  A new one, fnew, is built from
+	 * act, frz and a scan of hashes in (h, id) order, from fcur on, a
+	 * slice per transaction paid for by fdebt, while pushes go into
+	 * both.  live estimates the h in hashes and young.
+	 */
+	struct hfilt flt, fnew;
+	bool fbuild;
+	int64_t fcur_h, fcur_id, fdebt, live;
+	uint64_t fmax;          /* the most h a filter is sized for */
+	uint64_t fskips, fbuilds;
 	int64_t debt;
 	uint64_t folded, fold_pend_rows;        /* rows: committed, open */
 	bool registered;        /* in open_stores, as its file's store */
@@ -505,6 +521,8 @@ s_close(struct store *s)
 	unregister(s);
 	ytab_free(&s->act);
 	ytab_free(&s->frz);
+	hfilt_free(&s->flt);
+	hfilt_free(&s->fnew);
 	if (s->walfd >= 0)
 		close(s->walfd);
 	free(s->wal_path);
@@ -537,7 +555,14 @@ ckpt_check(struct store *s)
 	return db_errno(rc);
 }
 
+#define FILTER_MAX 1677721      /* h a filter is sized for at most: 2 MiB */
+#define FILTER_MIN 65536        /* ... and at least (80 KiB) */
+#define FILTER_SLICE 1024       /* the fewest rows a build scans at once */
+#define FILTER_DEBT 8           /* rows a build may scan per push */
+
 static int fold(struct store *s);
+static int filter_step(struct store *s, int64_t max);
+static void filter_check(struct store *s);
 static void s_rollback(struct store *s);
 
 static int
@@ -548,6 +573,9 @@ s_begin(struct store *s)
 	if (rc == 0)
 		rc = exec_simple(s, ST_BEGIN);
 	if (rc == 0 && (rc = fold(s)) != 0)
+		s_rollback(s);
+	if (rc == 0 && s->fbuild && s->fdebt >= FILTER_SLICE &&
+	    (rc = filter_step(s, s->fdebt)) != 0)
 		s_rollback(s);
 	return rc;
 }
@@ -566,6 +594,7 @@ s_commit(struct store *s)
 		ytab_free(&s->frz);
 		s->fold_at = s->fold_pend = 0;
 	}
+	filter_check(s);
 	return 0;
 }
 static int s_savepoint(struct store *s) { return exec_simple(s, ST_SAVEPOINT); }
@@ -690,7 +719,9 @@ delete_part_rows(struct store *s, int64_t pid)
 	STMT(s, ST_TXN_DELETE_PART, st);
 	sqlite3_bind_int64(st, 1, PB(pid));
 	sqlite3_bind_int64(st, 2, PB(pid) + MAX_OFFSET);
-	return run(s, st);
+	if ((rc = run(s, st)) == 0)
+		s->live -= sqlite3_changes(s->db);
+	return rc;
 }
 
 static int
@@ -1211,6 +1242,115 @@ h64(const struct hash128 *h)
 	return v ? (int64_t)v : 1;     /* 0 marks a row not yet folded */
 }
 
+/* ---- the hash filter: see struct store, hfilter.c, docs/engine.md ---- */
+
+
+static void
+filter_add(struct store *s, int64_t h)
+{
+	if (s->flt.w)
+		hfilt_add(&s->flt, h);
+	if (s->fbuild) {
+		hfilt_add(&s->fnew, h);
+		s->fdebt += FILTER_DEBT;
+	}
+	s->live++;
+}
+
+/*
+ * Start a new filter, sized for twice as many h as there are now: the
+ * pairs in memory go in at once, hashes a slice at a time.  With more h
+ * than three quarters of the largest filter there is none (every lookup
+ * asks the index) until purges bring them under half: nearer its size,
+ * it would fill again before the next was built.
+ */
+static int
+filter_start(struct store *s)
+{
+	uint64_t live = s->live < 0 ? 0 : (uint64_t)s->live;
+	uint64_t cap = 2 * live;
+	const struct ytab *t[2] = { &s->act, &s->frz };
+	size_t i;
+	int k, rc;
+
+	if (live >= s->fmax / 4 * 3) {
+		hfilt_free(&s->flt);
+		return 0;
+	}
+	if (cap < FILTER_MIN)
+		cap = FILTER_MIN;
+	if (cap > s->fmax)
+		cap = s->fmax;
+	if ((rc = hfilt_init(&s->fnew, cap)) != 0)
+		return rc;
+	for (k = 0; k < 2; k++)
+		for (i = 0; i < t[k]->cap; i++)
+			if (t[k]->e[i].id)
+				hfilt_add(&s->fnew, t[k]->e[i].h);
+	s->fbuild = true;
+	s->fcur_h = s->fcur_id = INT64_MIN;
+	s->fdebt = 0;
+	return 0;
+}
+
+/* scan up to max rows of hashes into fnew; at the end it replaces flt */
+static int
+filter_step(struct store *s, int64_t max)
+{
+	sqlite3_stmt *st;
+	int64_t n = 0;
+	int rc;
+
+	STMT(s, ST_HASH_SCAN, st);
+	sqlite3_bind_int64(st, 1, s->fcur_h);
+	sqlite3_bind_int64(st, 2, s->fcur_id);
+	sqlite3_bind_int64(st, 3, max);
+	while ((rc = row(s, st)) == 1) {
+		s->fcur_h = sqlite3_column_int64(st, 0);
+		s->fcur_id = sqlite3_column_int64(st, 1);
+		hfilt_add(&s->fnew, s->fcur_h);
+		n++;
+	}
+	if (rc < 0)
+		return rc;
+	s->fdebt = 0;
+	if (n < max) {
+		hfilt_free(&s->flt);
+		s->flt = s->fnew;
+		memset(&s->fnew, 0, sizeof(s->fnew));
+		s->fbuild = false;
+		s->fbuilds++;
+	}
+	return 0;
+}
+
+/* after a commit: a filter too full of h, or none while there could be */
+static void
+filter_check(struct store *s)
+{
+	if (s->fbuild)
+		return;
+	if (s->flt.w ? s->flt.n > hfilt_cap(&s->flt) :
+	    s->live < (int64_t)(s->fmax / 2))
+		filter_start(s);        /* -ENOMEM: the next commit tries again */
+}
+
+/* at open: how many h there are, and the whole filter */
+static int
+filter_open(struct store *s)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	STMT(s, ST_HASH_COUNT, st);
+	if ((rc = one_int(s, st, &s->live)) != 0)
+		return rc;
+	s->live += (int64_t)s->act.n;
+	if ((rc = filter_start(s)) != 0 || !s->fbuild)
+		return rc;
+	return filter_step(s, INT64_MAX);
+}
+
 /* queen_h64(hash) in SQL, for the schema's step to version 3 */
 static void
 sql_h64(sqlite3_context *cx, int argc, sqlite3_value **argv)
@@ -1256,6 +1396,7 @@ s_msg_append(struct store *s, int64_t pid, int64_t off, int64_t at,
 	if ((rc = run(s, st)) != 0)
 		return rc;
 	s->debt += 2;
+	filter_add(s, h64(h));
 	return ytab_put(&s->act, h64(h), PB(pid) + off);
 }
 
@@ -1489,6 +1630,10 @@ s_txn_find(struct store *s, int64_t pid, const struct hash128 *h, int64_t lo,
 		hi = MAX_OFFSET;
 	if (lo > hi)
 		return -ENOENT;
+	if (s->flt.w && !hfilt_has(&s->flt, h64(h))) {
+		s->fskips++;
+		return -ENOENT;
+	}
 	STMT(s, highest ? ST_TXN_FIND_HI : ST_TXN_FIND_LO, st);
 	sqlite3_bind_blob(st, 1, h->b, 16, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, PB(pid) + lo);
@@ -1529,7 +1674,10 @@ static int
 s_txn_purge(struct store *s, int64_t pid, int64_t upto, int64_t limit,
     int64_t *deleted)
 {
-	return purge_range(s, ST_TXN_PURGE, pid, upto, limit, deleted);
+	int rc = purge_range(s, ST_TXN_PURGE, pid, upto, limit, deleted);
+
+	s->live -= *deleted;
+	return rc;
 }
 
 /* ---- dead letters ---- */
@@ -1994,10 +2142,13 @@ s_checkpoint(struct store *s)
 }
 
 static void
-s_hashes(struct store *s, uint64_t *held, uint64_t *folded)
+s_hashes(struct store *s, struct queen_hash_stats *out)
 {
-	*held = s->act.n + s->frz.n;
-	*folded = s->folded;
+	out->held = s->act.n + s->frz.n;
+	out->folded = s->folded;
+	out->filter_bytes = hfilt_bytes(&s->flt) + hfilt_bytes(&s->fnew);
+	out->filter_skips = s->fskips;
+	out->filter_builds = s->fbuilds;
 }
 
 static void
@@ -2137,6 +2288,7 @@ db_open(const struct queen_options *opt, struct store **out,
 	s->walfd = -1;
 	s->fault = opt->fault != NULL;
 	s->fold_max = opt->fold_at ? opt->fold_at : FOLD_MAX;
+	s->fmax = opt->filter_max ? opt->filter_max : FILTER_MAX;
 	flags = opt->read_only ? SQLITE_OPEN_READONLY :
 	    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
 	flags |= SQLITE_OPEN_NOMUTEX;
@@ -2166,9 +2318,9 @@ db_open(const struct queen_options *opt, struct store **out,
 	}
 	if ((rc = schema_migrate(s->db, opt->read_only, err, errlen)) != 0)
 		goto out_close;
-	if ((rc = young_load(s)) != 0) {
-		snprintf(err, errlen, "%s: reading the hashes not yet indexed: "
-		    "%s", opt->path, s->err);
+	if ((rc = young_load(s)) != 0 || (rc = filter_open(s)) != 0) {
+		snprintf(err, errlen, "%s: reading the hashes: %s", opt->path,
+		    rc == -ENOMEM ? strerror(ENOMEM) : s->err);
 		goto out_close;
 	}
 	s->wal_path = strdup(sqlite3_filename_wal(sqlite3_db_filename(s->db,

@@ -33,7 +33,7 @@ int ckpt_failed(struct ckpt *c, char *why, size_t len);
 void ckpt_counts(struct ckpt *c, uint64_t *rounds, uint64_t *hard);
 
 /*
- * young.c: (h, id) pairs of txns rows not yet in the txns_h index, in a
+ * young.c: (h, id) pairs of txns rows not yet in the hashes table, in a
  * table whose slots run in nearly ascending h.  id is never 0.
  */
 struct ytab {
@@ -48,5 +48,20 @@ int ytab_put(struct ytab *t, int64_t h, int64_t id);
 int ytab_find(const struct ytab *t, int64_t h, int64_t lo, int64_t hi,
     int (*cb)(void *arg, int64_t id), void *arg);
 void ytab_free(struct ytab *t);
+
+/* hfilter.c: a Bloom filter of h values, sized for cap of them (w NULL:
+ * none) */
+struct hfilt {
+	uint64_t *w;
+	uint64_t nblk;          /* 512-bit blocks */
+	uint64_t n;             /* h added */
+};
+int hfilt_init(struct hfilt *f, uint64_t cap);
+void hfilt_add(struct hfilt *f, int64_t h);
+/* false: h was never added */
+bool hfilt_has(const struct hfilt *f, int64_t h);
+uint64_t hfilt_cap(const struct hfilt *f);
+size_t hfilt_bytes(const struct hfilt *f);
+void hfilt_free(struct hfilt *f);
 
 #endif

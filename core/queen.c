@@ -334,11 +334,11 @@ queen_checkpoint_counts(struct queen *q, uint64_t *beside,
 }
 
 void
-queen_hash_counts(struct queen *q, uint64_t *held, uint64_t *folded)
+queen_hash_stats(struct queen *q, struct queen_hash_stats *out)
 {
-	*held = *folded = 0;
+	memset(out, 0, sizeof(*out));
 	if (q->ops->hashes)
-		q->ops->hashes(q->st, held, folded);
+		q->ops->hashes(q->st, out);
 }
 
 uint64_t

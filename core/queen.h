@@ -57,6 +57,12 @@ struct queen_options {
 	 * to make folds happen often.
 	 */
 	size_t fold_at;
+	/*
+	 * SQLite: the most hashes the filter in front of the hash index is
+	 * sized for, at 10 bits each (0: 1,677,721, 2 MiB); with more there
+	 * is no filter.  Tests set it low.
+	 */
+	size_t filter_max;
 };
 
 /*
@@ -560,12 +566,19 @@ int queen_checkpoint(struct queen *q);
 void queen_checkpoint_counts(struct queen *q, uint64_t *beside,
     uint64_t *in_writer);
 /*
- * queen_hash_counts - SQLite: *held, the hashes of recent pushes kept in
- * memory until they are folded into the on-disk hash index (16 bytes
- * each; docs/engine.md); *folded, the hash rows folded since open.  Both
- * 0 on PostgreSQL.
+ * queen_hash_stats - the SQLite store's hashes in memory (docs/engine.md);
+ * all 0 on PostgreSQL.
  */
-void queen_hash_counts(struct queen *q, uint64_t *held, uint64_t *folded);
+struct queen_hash_stats {
+	uint64_t held;          /* hashes of recent pushes waiting for their
+				 * fold into the on-disk index (16 bytes each) */
+	uint64_t folded;        /* hash rows folded since open */
+	uint64_t filter_bytes;  /* the filter in front of the index (two
+				 * while a new one is built); 0: none */
+	uint64_t filter_skips;  /* lookups it answered "not there" */
+	uint64_t filter_builds; /* filters built since open */
+};
+void queen_hash_stats(struct queen *q, struct queen_hash_stats *out);
 
 /* ---- KV ---- */
 

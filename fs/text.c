@@ -180,7 +180,8 @@ text_sys_stats(struct queen *q, char **out, size_t *len)
 {
 	struct sum s = { .q = q };
 	struct engine_counters c;
-	uint64_t beside, in_writer, held, folded;
+	uint64_t beside, in_writer;
+	struct queen_hash_stats hs;
 	size_t nodes;
 	FILE *f;
 	int rc;
@@ -200,17 +201,22 @@ text_sys_stats(struct queen *q, char **out, size_t *len)
 	    (long long)s.total.leases, (long long)s.total.dlq,
 	    (long long)s.total.duplicates, (long long)s.total.groups);
 	queen_checkpoint_counts(q, &beside, &in_writer);
-	queen_hash_counts(q, &held, &folded);
+	queen_hash_stats(q, &hs);
 	fprintf(f, "pushes = %llu\nacks = %llu\npops = %llu\ncommits = %llu\n"
 	    "commit_failures = %llu\nwaiting_readers = %llu\n"
 	    "checkpoints = %llu\nwriter_checkpoints = %llu\n"
-	    "hashes_held = %llu\nhashes_folded = %llu\nnodes = %zu\n",
+	    "hashes_held = %llu\nhashes_folded = %llu\n"
+	    "hash_filter_bytes = %llu\nhash_filter_skips = %llu\n"
+	    "hash_filter_builds = %llu\nnodes = %zu\n",
 	    (unsigned long long)c.pushes, (unsigned long long)c.acks,
 	    (unsigned long long)c.pops, (unsigned long long)c.commits,
 	    (unsigned long long)c.commit_failures,
 	    (unsigned long long)c.waiters, (unsigned long long)beside,
-	    (unsigned long long)in_writer, (unsigned long long)held,
-	    (unsigned long long)folded, nodes);
+	    (unsigned long long)in_writer, (unsigned long long)hs.held,
+	    (unsigned long long)hs.folded,
+	    (unsigned long long)hs.filter_bytes,
+	    (unsigned long long)hs.filter_skips,
+	    (unsigned long long)hs.filter_builds, nodes);
 	return close_text(f, out, len, rc < 0 ? rc : 0);
 }
 
@@ -302,7 +308,8 @@ text_metrics(struct queen *q, char **out, size_t *len)
 {
 	struct rows rs = { .q = q };
 	struct engine_counters c;
-	uint64_t beside, in_writer, held, folded;
+	uint64_t beside, in_writer;
+	struct queen_hash_stats hs;
 	size_t nodes;
 	FILE *f;
 	int rc;
@@ -347,12 +354,20 @@ text_metrics(struct queen *q, char **out, size_t *len)
 	counter(f, "queenfs_writer_checkpoints_total", "counter",
 	    "Log checkpoints the writer ran itself (the log reached 4000 "
 	    "pages).", in_writer);
-	queen_hash_counts(q, &held, &folded);
+	queen_hash_stats(q, &hs);
 	counter(f, "queenfs_hashes_held", "gauge",
 	    "Hashes of recent pushes held in memory until folded into the "
-	    "hash index.", held);
+	    "hash index.", hs.held);
 	counter(f, "queenfs_hashes_folded_total", "counter",
-	    "Hash rows folded into the hash index.", folded);
+	    "Hash rows folded into the hash index.", hs.folded);
+	counter(f, "queenfs_hash_filter_bytes", "gauge",
+	    "Memory of the filter in front of the hash index.",
+	    hs.filter_bytes);
+	counter(f, "queenfs_hash_filter_skips_total", "counter",
+	    "Hash lookups the filter answered without the index.",
+	    hs.filter_skips);
+	counter(f, "queenfs_hash_filter_builds_total", "counter",
+	    "Hash filters built.", hs.filter_builds);
 	pthread_mutex_lock(&fs_lock);
 	nodes = fs_nodes;
 	pthread_mutex_unlock(&fs_lock);

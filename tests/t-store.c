@@ -1598,7 +1598,7 @@ test_schema_old(void)
 		struct fix f;
 		struct queen *ro = NULL;
 		char txid[16];
-		uint64_t held = 99, folded;
+		struct queen_hash_stats hs = { .held = 99 };
 		int64_t off = 0;
 		bool dup = false;
 		int i, young, nfolded, wrong, was_young;
@@ -1626,8 +1626,8 @@ test_schema_old(void)
 		    "v%d: a read-only open is refused", v);
 		queen_close(ro);
 		fix_reopen(&f);
-		queen_hash_counts(f.q, &held, &folded);
-		is_int((int64_t)held, v == 2 ? was_young : 0,
+		queen_hash_stats(f.q, &hs);
+		is_int((int64_t)hs.held, v == 2 ? was_young : 0,
 		    "v%d: opened, the young rows are held", v);
 		off = push_ex(f.q, Q, NULL, "m1", NULL, false, &dup);
 		ok(dup && off == 2, "v%d: an old id is a duplicate", v);
@@ -1710,9 +1710,10 @@ test_hash_tables(void)
 	fix_close(&f);
 }
 
-/* the fixture's store again, with hashes folded past fold_at */
+/* the fixture's store again, with hashes folded past fold_at and a
+ * filter for at most filter_max (0: the default) */
 static int
-reopen_folding(struct fix *f, size_t fold_at)
+reopen_sized(struct fix *f, size_t fold_at, size_t filter_max)
 {
 	struct queen_options o = { 0 };
 
@@ -1723,7 +1724,132 @@ reopen_folding(struct fix *f, size_t fold_at)
 	o.clock = my_clock;
 	o.clock_arg = f;
 	o.fold_at = fold_at;
+	o.filter_max = filter_max;
 	return queen_open(&o, &f->q);
+}
+
+static int
+reopen_folding(struct fix *f, size_t fold_at)
+{
+	return reopen_sized(f, fold_at, 0);
+}
+
+/* of txids <prefix><from>..<to - 1>, how many Q would call duplicates */
+static int
+dups(struct queen *q, const char *prefix, int from, int to)
+{
+	char txid[32];
+	int i, n = 0;
+
+	for (i = from; i < to; i++) {
+		snprintf(txid, sizeof(txid), "%s%d", prefix, i);
+		n += queen_push_is_dup(q, Q, NULL, txid) == 0;
+	}
+	return n;
+}
+
+static struct queen_hash_stats
+hstats(struct queen *q)
+{
+	struct queen_hash_stats hs;
+
+	queen_hash_stats(q, &hs);
+	return hs;
+}
+
+/*
+ * The hash filter, sized here for at most 1000 hashes: it answers the
+ * lookups of new ids, never hides one pushed, goes away when there are
+ * more than 750 hashes, comes back when purges bring them under 500,
+ * is built again when stale hashes fill it, and is built at open.
+ */
+static void
+test_filter(void)
+{
+	struct fix f;
+	struct queen_hash_stats hs;
+	uint64_t one, skips, builds;
+	bool seen_build = false;
+	int i, mid = -1;
+
+	fix_open(&f, "store-filter");
+	if (fix_is_pg()) {
+		skip(15, "the hash filter is the SQLite store's");
+		fix_close(&f);
+		return;
+	}
+	reopen_sized(&f, 64, 1000);
+	hs = hstats(f.q);
+	one = hs.filter_bytes;
+	ok(one > 0 && hs.filter_builds == 1, "filter: built at open (%llu "
+	    "bytes)", (unsigned long long)one);
+	pushn(f.q, Q, NULL, "a", 600);
+	hs = hstats(f.q);
+	ok(hs.filter_skips >= 560, "filter: answered most of 600 new ids "
+	    "(%llu)", (unsigned long long)hs.filter_skips);
+	is_int(dups(f.q, "a", 1, 601), 600, "filter: every pushed id is a "
+	    "duplicate");
+	is_int(dups(f.q, "never", 0, 100), 0, "filter: no other id is");
+
+	/* 1100 hashes: more than it holds */
+	pushn(f.q, Q, NULL, "b", 500);
+	hs = hstats(f.q);
+	skips = hs.filter_skips;
+	pushn(f.q, Q, NULL, "c", 10);
+	is_int((int64_t)hs.filter_bytes, 0, "filter: none past 750 hashes");
+	ok(hstats(f.q).filter_skips == skips, "filter: ... so every lookup "
+	    "asks the index");
+	ok(dups(f.q, "a", 1, 601) + dups(f.q, "b", 1, 501) == 1100,
+	    "filter: and finds every id");
+
+	/* purged: it comes back, built a slice at a time */
+	cfg(f.q, Q, NULL, "hash_retention", "1");
+	f.now += 2 * SEC;
+	maintain_all(f.q);
+	cfg(f.q, Q, NULL, "hash_retention", "3600");
+	builds = hstats(f.q).filter_builds;
+	pushn(f.q, Q, NULL, "d", 300);
+	hs = hstats(f.q);
+	ok(hs.filter_builds == builds + 1 && hs.filter_bytes == one,
+	    "filter: built again once purged (%llu builds)",
+	    (unsigned long long)hs.filter_builds);
+	is_int(dups(f.q, "d", 1, 301), 300, "filter: every new id found");
+	is_int(dups(f.q, "a", 1, 11), 0, "filter: purged ids are new");
+
+	/* stale hashes fill it: a new one is built while the old answers */
+	f.now += 2 * SEC;
+	cfg(f.q, Q, NULL, "hash_retention", "1");
+	maintain_all(f.q);
+	cfg(f.q, Q, NULL, "hash_retention", "3600");
+	builds = hstats(f.q).filter_builds;
+	for (i = 0; i < 700; i++) {
+		char txid[32];
+
+		snprintf(txid, sizeof(txid), "e%d", i);
+		push1(f.q, Q, NULL, txid, "x");
+		if (!seen_build && hstats(f.q).filter_bytes == 2 * one) {
+			seen_build = true;
+			mid = dups(f.q, "e", 0, i + 1) == i + 1;
+		}
+	}
+	hs = hstats(f.q);
+	ok(seen_build, "filter: a new one built beside the old");
+	is_int(mid, 1, "filter: meanwhile every id is found");
+	ok(hs.filter_builds > builds && hs.filter_bytes >= one,
+	    "filter: ... and took its place (%llu builds)",
+	    (unsigned long long)hs.filter_builds);
+	is_int(dups(f.q, "e", 0, 700), 700, "filter: every id found after");
+
+	/* reopened: built at open */
+	queen_close(f.q);
+	f.q = NULL;
+	reopen_sized(&f, 64, 1000);
+	hs = hstats(f.q);
+	ok(hs.filter_builds == 1 && hs.filter_bytes == one, "filter: built "
+	    "at open");
+	is_int(dups(f.q, "e", 0, 700), 700, "filter: every id found after a "
+	    "reopen");
+	fix_close(&f);
 }
 
 /*
@@ -1736,6 +1862,7 @@ test_fold_slices(void)
 {
 	struct fix f;
 	uint64_t held = 0, folded = 0, f65 = 0, f66 = 0;
+	struct queen_hash_stats hs;
 	char txid[32];
 	int i;
 
@@ -1749,7 +1876,9 @@ test_fold_slices(void)
 	for (i = 1; i <= 97; i++) {
 		snprintf(txid, sizeof(txid), "s%d", i);
 		push1(f.q, Q, NULL, txid, "x");
-		queen_hash_counts(f.q, &held, &folded);
+		queen_hash_stats(f.q, &hs);
+		held = hs.held;
+		folded = hs.folded;
 		if (i == 64)
 			ok(held == 64 && folded == 0, "slices: 64 held, none "
 			    "folded (%llu, %llu)", (unsigned long long)held,
@@ -2120,6 +2249,7 @@ main(int argc, char **argv)
 	test_fold_slices();
 	test_schema_old();
 	test_hash_tables();
+	test_filter();
 	test_maint_walk();
 	test_checkpoint();
 	test_checkpoint_beside();
