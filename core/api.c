@@ -275,15 +275,16 @@ push_item(struct apictx *a, json_t *o, const char *queue_default,
 }
 
 static json_t *
-push_result_json(size_t i, const struct queen_push_result *r,
-    const char *partition)
+push_result_json(size_t i, const struct queen_push_item *it,
+    const struct queen_push_result *r)
 {
+	const char *partition = it->partition;
 	char id[80];
 
 	snprintf(id, sizeof(id), "%s:%lld", r->partition_uuid,
 	    (long long)r->offset);
 	return json_pack("{s:I, s:s, s:s, s:s, s:s, s:s, s:I}", "index",
-	    (json_int_t)i, "transactionId", r->txid, "status",
+	    (json_int_t)i, "transactionId", queen_push_txid(it, r), "status",
 	    r->status == QUEEN_PUSH_DUPLICATE ? "duplicate" : "queued",
 	    "messageId", id, "partition", partition ? partition :
 	    QUEEN_DEFAULT_PARTITION, "partitionId", r->partition_uuid,
@@ -292,9 +293,10 @@ push_result_json(size_t i, const struct queen_push_result *r,
 
 /* push_result_json's object, as text, for the many results of api/push */
 static void
-push_result_text(struct jw *w, size_t i, const struct queen_push_result *r,
-    const char *partition)
+push_result_text(struct jw *w, size_t i, const struct queen_push_item *it,
+    const struct queen_push_result *r)
 {
+	const char *partition = it->partition;
 	char id[80];
 
 	snprintf(id, sizeof(id), "%s:%lld", r->partition_uuid,
@@ -302,7 +304,7 @@ push_result_text(struct jw *w, size_t i, const struct queen_push_result *r,
 	jw_lit(w, i ? ",{\"index\":" : "{\"index\":");
 	jw_int(w, (int64_t)i);
 	jw_lit(w, ",\"transactionId\":");
-	jw_str(w, r->txid);
+	jw_str(w, queen_push_txid(it, r));
 	jw_lit(w, r->status == QUEEN_PUSH_DUPLICATE ?
 	    ",\"status\":\"duplicate\",\"messageId\":" :
 	    ",\"status\":\"queued\",\"messageId\":");
@@ -363,7 +365,7 @@ push_answer(struct apictx *a, const struct queen_push_item *items, size_t n)
 		/* one result per item: written as text */
 		jw_raw(&w, "[", 1);
 		for (i = 0; i < n; i++)
-			push_result_text(&w, i, &res[i], items[i].partition);
+			push_result_text(&w, i, &items[i], &res[i]);
 		jw_raw(&w, "]", 1);
 		if (!(a->text = jw_finish(&w)))
 			rc = -ENOMEM;
@@ -1101,8 +1103,7 @@ api_transaction(struct apictx *a, json_t *req, int *rc)
 		json_array_append_new(res, j);
 	}
 	for (i = 0; i < t.npushes; i++) {
-		json_t *j = push_result_json(i, &r->pushes[i],
-		    t.pushes[i].partition);
+		json_t *j = push_result_json(i, &t.pushes[i], &r->pushes[i]);
 
 		json_object_set_new(j, "type", json_string("push"));
 		json_array_append_new(res, j);

@@ -301,10 +301,10 @@ struct store {
 	int64_t frz_seq;        /* young's last seq when frz froze */
 	/*
 	 * The hash filter: every h in hashes, act and frz is in flt (w NULL:
-	 * no filter yet, or it was given up).  A new one, fnew, is built from
-	 * act, frz and a scan of hashes in (h, id) order, from fcur on, a
-	 * slice per transaction paid for by fdebt, while pushes go into
-	 * both.  live estimates the h in hashes and young.
+	 * none, while one is built or past fmax).  A new one, fnew, is built
+	 * from act, frz and a scan of hashes in (h, id) order, from fcur on,
+	 * a slice per transaction paid for by fdebt, while pushes go into
+	 * it too.  live estimates the h in hashes and young.
 	 */
 	struct hfilt flt, fnew;
 	bool fbuild;
@@ -1259,10 +1259,11 @@ filter_add(struct store *s, int64_t h)
 
 /*
  * Start a new filter, sized for twice as many h as there are now: the
- * pairs in memory go in at once, hashes a slice at a time.  With more h
- * than three quarters of the largest filter there is none (every lookup
- * asks the index) until purges bring them under half: nearer its size,
- * it would fill again before the next was built.
+ * pairs in memory go in at once, hashes a slice at a time.  The old one
+ * goes first, so there is never more than one: until the new one is
+ * built every lookup asks the index.  With more h than three quarters
+ * of the largest filter there is none until purges bring them under
+ * half: nearer its size, it would fill again before the next was built.
  */
 static int
 filter_start(struct store *s)
@@ -1273,10 +1274,9 @@ filter_start(struct store *s)
 	size_t i;
 	int k, rc;
 
-	if (live >= s->fmax / 4 * 3) {
-		hfilt_free(&s->flt);
+	hfilt_free(&s->flt);
+	if (live >= s->fmax / 4 * 3)
 		return 0;
-	}
 	if (cap < FILTER_MIN)
 		cap = FILTER_MIN;
 	if (cap > s->fmax)
@@ -2149,6 +2149,7 @@ s_hashes(struct store *s, struct queen_hash_stats *out)
 	out->filter_bytes = hfilt_bytes(&s->flt) + hfilt_bytes(&s->fnew);
 	out->filter_skips = s->fskips;
 	out->filter_builds = s->fbuilds;
+	out->filter_building = s->fbuild;
 }
 
 static void

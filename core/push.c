@@ -106,9 +106,8 @@ push_items(struct queen *q, const struct queen_push_item *items, size_t n,
 				    TXID_MAX);
 				break;
 			}
-			snprintf(r->txid, sizeof(r->txid), "%s", it->txid);
 		} else {
-			uuid_v7(q, r->txid);
+			uuid_v7(q, r->gen_txid);
 		}
 		if ((int64_t)it->len > c.qr.conf.max_message_bytes) {
 			rc = queen_err(q, -EFBIG, "item %zu: %zu bytes is over "
@@ -118,7 +117,7 @@ push_items(struct queen *q, const struct queen_push_item *items, size_t n,
 			break;
 		}
 		memcpy(r->partition_uuid, c.p.uuid, sizeof(r->partition_uuid));
-		hash_txid(it->txid ? it->txid : r->txid, &h);
+		hash_txid(queen_push_txid(it, r), &h);
 		rc = find_dup(q, &c.qr.conf, &c.p, &h, now, &off);
 		if (rc == 0) {
 			r->status = QUEEN_PUSH_DUPLICATE;
@@ -129,7 +128,7 @@ push_items(struct queen *q, const struct queen_push_item *items, size_t n,
 				if (dup_index)
 					*dup_index = (int)i;
 				rc = queen_err(q, -EEXIST, "'%.64s' is already "
-				    "in %s/%s (offset %lld)", r->txid,
+				    "in %s/%s (offset %lld)", queen_push_txid(it, r),
 				    c.qr.name, c.p.name, (long long)off);
 				break;
 			}
@@ -146,7 +145,7 @@ push_items(struct queen *q, const struct queen_push_item *items, size_t n,
 			break;
 		}
 		rc = q->ops->msg_append(q->st, c.p.id, off, at,
-		    it->txid ? it->txid : r->txid, it->trace_id, it->payload,
+		    queen_push_txid(it, r), it->trace_id, it->payload,
 		    it->len, &h);
 		if (rc != 0)
 			break;

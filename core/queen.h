@@ -307,9 +307,19 @@ enum queen_push_status {
 struct queen_push_result {
 	enum queen_push_status status;
 	int64_t offset;          /* the message's, or the original's if dup */
-	char txid[QUEEN_TXID_MAX + 1];
+	/* the transactionId made for an item without one ("" otherwise);
+	 * queen_push_txid gives either */
+	char gen_txid[QUEEN_ID_LEN + 1];
 	char partition_uuid[QUEEN_ID_LEN + 1];
 };
+
+/* the transactionId of an item as pushed: its own, or the one made */
+static inline const char *
+queen_push_txid(const struct queen_push_item *it,
+    const struct queen_push_result *r)
+{
+	return it->txid ? it->txid : r->gen_txid;
+}
 
 /*
  * queen_push - append n items (queues and partitions are created on first
@@ -573,10 +583,11 @@ struct queen_hash_stats {
 	uint64_t held;          /* hashes of recent pushes waiting for their
 				 * fold into the on-disk index (16 bytes each) */
 	uint64_t folded;        /* hash rows folded since open */
-	uint64_t filter_bytes;  /* the filter in front of the index (two
-				 * while a new one is built); 0: none */
+	uint64_t filter_bytes;  /* the filter in front of the index, or the
+				 * one being built; 0: none */
 	uint64_t filter_skips;  /* lookups it answered "not there" */
 	uint64_t filter_builds; /* filters built since open */
+	bool filter_building;   /* one is being built: none answers yet */
 };
 void queen_hash_stats(struct queen *q, struct queen_hash_stats *out);
 

@@ -35,7 +35,8 @@ test_single(void)
 	is_int(queen_push(q, &it, 1, false, &r), 0, "single: push ok");
 	is_int(r.status, QUEEN_PUSH_QUEUED, "single: status queued");
 	is_int(r.offset, 1, "single: first offset is 1");
-	is_str(r.txid, "order-4711", "single: txid echoed");
+	is_str(queen_push_txid(&it, &r), "order-4711", "single: txid echoed");
+	is_str(r.gen_txid, "", "single: none made");
 	is_int((int64_t)strlen(r.partition_uuid), QUEEN_ID_LEN,
 	    "single: partition_uuid is 36 chars");
 	is_int(queen_queue_get(q, Q, &qi), 0, "single: queue auto-created");
@@ -161,14 +162,15 @@ test_generated_txid(void)
 	it[0].len = it[1].len = 1;
 	memset(r, 0, sizeof(r));
 	is_int(queen_push(q, it, 2, false, r), 0, "gen: push without txid");
-	is_int((int64_t)strlen(r[0].txid), QUEEN_ID_LEN,
+	is_int((int64_t)strlen(r[0].gen_txid), QUEEN_ID_LEN,
 	    "gen: generated txid is 36 chars");
-	ok(is_uuid(r[0].txid), "gen: generated txid is a UUID (%s)",
-	    r[0].txid);
-	is_int(r[0].txid[14], '7', "gen: generated txid is UUIDv7");
-	ok(strcmp(r[0].txid, r[1].txid) != 0, "gen: two ids differ");
+	ok(is_uuid(r[0].gen_txid), "gen: generated txid is a UUID (%s)",
+	    r[0].gen_txid);
+	is_int(r[0].gen_txid[14], '7', "gen: generated txid is UUIDv7");
+	ok(strcmp(queen_push_txid(&it[0], &r[0]),
+	    queen_push_txid(&it[1], &r[1])) != 0, "gen: two ids differ");
 	is_int(r[1].status, QUEEN_PUSH_QUEUED, "gen: both queued");
-	is_int(queen_msg_find(q, Q, NULL, r[1].txid, &off), 0,
+	is_int(queen_msg_find(q, Q, NULL, r[1].gen_txid, &off), 0,
 	    "gen: stored under the generated id");
 	is_int(off, 2, "gen: second at offset 2");
 
@@ -200,7 +202,8 @@ test_dedup(void)
 	memset(r, 0, sizeof(r));
 	is_int(queen_push(q, it, 1, false, r), 0, "dedup: repush ok");
 	is_int(r[0].status, QUEEN_PUSH_DUPLICATE, "dedup: reported duplicate");
-	is_str(r[0].txid, "a", "dedup: duplicate result names the txid");
+	is_str(queen_push_txid(&it[0], &r[0]), "a",
+	    "dedup: duplicate result names the txid");
 	is_int(r[0].offset, 1, "dedup: original offset");
 	queen_partition_get(q, Q, "default", &pi);
 	is_int(pi.tail, 1, "dedup: not stored again");
