@@ -198,7 +198,9 @@ static const char *const sql[ST__N] = {
 	/* key, h: only if the row is there and holds that h */
 	[ST_HASH_FOLD] = "INSERT OR IGNORE INTO hashes (h, id) "
 	    "SELECT h, id FROM txns WHERE id = ?1 AND h = ?2",
-	[ST_HASH_COUNT] = "SELECT count(*) FROM hashes",
+	/* the rows, counted up to a limit */
+	[ST_HASH_COUNT] = "SELECT count(*) FROM (SELECT 1 FROM hashes "
+	    "LIMIT ?1)",
 	/* after (h, id), limit */
 	[ST_HASH_SCAN] = "SELECT h, id FROM hashes WHERE (h, id) > (?1, ?2) "
 	    "ORDER BY h, id LIMIT ?3",
@@ -308,7 +310,7 @@ struct store {
 	 */
 	struct hfilt flt, fnew;
 	bool fbuild;
-	int64_t fcur_h, fcur_id, fdebt, live;
+	int64_t fcur_h, fcur_id, fdebt, fscanned, live;
 	uint64_t fmax;          /* the most h a filter is sized for */
 	uint64_t fskips, fbuilds;
 	int64_t debt;
@@ -1289,7 +1291,7 @@ filter_start(struct store *s)
 				hfilt_add(&s->fnew, t[k]->e[i].h);
 	s->fbuild = true;
 	s->fcur_h = s->fcur_id = INT64_MIN;
-	s->fdebt = 0;
+	s->fdebt = s->fscanned = 0;
 	return 0;
 }
 
@@ -1311,15 +1313,20 @@ filter_step(struct store *s, int64_t max)
 		hfilt_add(&s->fnew, s->fcur_h);
 		n++;
 	}
+	s->fscanned += n;
 	if (rc < 0)
 		return rc;
 	s->fdebt = 0;
 	if (n < max) {
-		hfilt_free(&s->flt);
+		/* counted again: the rows seen, and the pairs in memory (those
+		 * of frz already folded twice) */
+		s->live = s->fscanned + (int64_t)(s->act.n + s->frz.n);
 		s->flt = s->fnew;
 		memset(&s->fnew, 0, sizeof(s->fnew));
 		s->fbuild = false;
 		s->fbuilds++;
+		if (s->live >= (int64_t)(s->fmax / 4 * 3))
+			hfilt_free(&s->flt);    /* too many after all */
 	}
 	return 0;
 }
@@ -1335,7 +1342,8 @@ filter_check(struct store *s)
 		filter_start(s);        /* -ENOMEM: the next commit tries again */
 }
 
-/* at open: how many h there are, and the whole filter */
+/* at open: how many h there are (counted no further than a filter
+ * would take), and the whole filter */
 static int
 filter_open(struct store *s)
 {
@@ -1343,6 +1351,7 @@ filter_open(struct store *s)
 	int rc;
 
 	STMT(s, ST_HASH_COUNT, st);
+	sqlite3_bind_int64(st, 1, (int64_t)(s->fmax / 4 * 3));
 	if ((rc = one_int(s, st, &s->live)) != 0)
 		return rc;
 	s->live += (int64_t)s->act.n;
