@@ -294,9 +294,9 @@ struct store {
 	 * Young hashes (pushed, not yet in hashes): new ones go to act and
 	 * the young log; once act holds fold_max, it becomes frz, which
 	 * each transaction's start folds into hashes a slice of slots at a
-	 * time, paid for by debt (two
-	 * per push).  frz's slots below fold_at are folded and committed,
-	 * below fold_pend folded in the open transaction.
+	 * time, paid for by debt (two per push).  frz's slots below fold_at
+	 * are folded and committed, below fold_pend folded in the open
+	 * transaction.
 	 */
 	struct ytab act, frz;
 	size_t fold_at, fold_pend, fold_max;
@@ -1241,11 +1241,10 @@ h64(const struct hash128 *h)
 
 	for (i = 0; i < 8; i++)
 		v = v << 8 | h->b[i];
-	return v ? (int64_t)v : 1;     /* 0 marks a row not yet folded */
+	return v ? (int64_t)v : 1;     /* never 0: schema 2's "not folded" */
 }
 
 /* ---- the hash filter: see struct store, hfilter.c, docs/engine.md ---- */
-
 
 static void
 filter_add(struct store *s, int64_t h)
