@@ -1758,6 +1758,93 @@ hstats(struct queen *q)
 }
 
 /*
+ * Killed in the middle of folds and filter builds: a child pushes "k0",
+ * "k1", ... one per transaction, folding at 64 with a filter for at most
+ * 1000 hashes, and reports each push that returned; it is killed after
+ * n of them.  Reopened, every push reported is a duplicate, every hash
+ * row is in young or hashes with its own h, and the young log holds no
+ * more than three tables' worth; then 200 more pushes fold over it.
+ */
+static void
+test_kill_folding(void)
+{
+	static const int at[] = { 300, 777, 1234 };
+	size_t t;
+
+	for (t = 0; t < sizeof(at) / sizeof(at[0]); t++) {
+		struct fix f;
+		int fds[2], st, got = 0, young, folded, wrong, n;
+		pid_t pid;
+
+		fix_open(&f, "store-killfold");
+		if (fix_is_pg()) {
+			skip(4, "the young hashes are the SQLite store's");
+			fix_close(&f);
+			return;
+		}
+		queen_close(f.q);
+		f.q = NULL;
+		if (pipe(fds) != 0 || (pid = fork()) < 0) {
+			fprintf(stderr, "Bail out! pipe/fork\n");
+			exit(1);
+		}
+		if (pid == 0) {
+			struct queen_options o = { 0 };
+			struct queen *q;
+			char txid[32];
+			int i;
+
+			close(fds[0]);
+			o.path = f.path;
+			o.sync = QUEEN_SYNC_NORMAL;
+			o.fold_at = 64;
+			o.filter_max = 1000;
+			if (queen_open(&o, &q) != 0)
+				_exit(2);
+			for (i = 0;; i++) {
+				snprintf(txid, sizeof(txid), "k%d", i);
+				if (push1(q, Q, NULL, txid, "x") != i + 1 ||
+				    write(fds[1], "y", 1) != 1)
+					_exit(3);
+			}
+		}
+		close(fds[1]);
+		while (got < at[t]) {
+			char c[64];
+			ssize_t r = read(fds[0], c, sizeof(c) < (size_t)(at[t] -
+			    got) ? sizeof(c) : (size_t)(at[t] - got));
+
+			if (r <= 0)
+				break;
+			got += (int)r;
+		}
+		kill(pid, SIGKILL);
+		waitpid(pid, &st, 0);
+		close(fds[0]);
+		ok(got == at[t] && WIFSIGNALED(st), "killfold %d: killed after "
+		    "%d pushes", at[t], got);
+		reopen_sized(&f, 64, 1000);
+		n = dups(f.q, "k", 0, got);
+		is_int(n, got, "killfold %d: every push reported is a "
+		    "duplicate", at[t]);
+		count_hashes(f.path, &young, &folded, &wrong);
+		n = table_rows(f.path, "young");
+		ok(wrong == 0 && young + folded >= got && n <= 3 * 64 + 64,
+		    "killfold %d: rows in young or hashes, none wrong (%d, %d, "
+		    "%d wrong; log %d)", at[t], young, folded, wrong, n);
+		pushn(f.q, Q, NULL, "after", 200);
+		queen_close(f.q);
+		f.q = NULL;
+		count_hashes(f.path, &young, &folded, &wrong);
+		reopen_sized(&f, 64, 1000);
+		ok(wrong == 0 && dups(f.q, "after", 1, 201) == 200 &&
+		    dups(f.q, "k", 0, got) == got, "killfold %d: 200 more fold "
+		    "over it, all found (%d wrong)", at[t], wrong);
+		fix_close(&f);
+	}
+}
+
+/*
  * The hash filter, sized here for at most 1000 hashes: it answers the
  * lookups of new ids, never hides one pushed, goes away when there are
  * more than 750 hashes, comes back when purges bring them under 500,
@@ -2264,6 +2351,7 @@ main(int argc, char **argv)
 	test_schema_old();
 	test_hash_tables();
 	test_filter();
+	test_kill_folding();
 	test_maint_walk();
 	test_checkpoint();
 	test_checkpoint_beside();
