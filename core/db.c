@@ -39,7 +39,7 @@ enum stmt {
 	ST_MSG_NEXT, ST_MSG_COUNT, ST_MSG_PURGE, ST_MSG_DELETE_PART,
 	ST_TXN_FIND_LO, ST_TXN_FIND_HI, ST_TXN_TIME, ST_TXN_PURGE,
 	ST_TXN_CHECK, ST_YOUNG_PUT, ST_YOUNG_LIST, ST_YOUNG_LAST, ST_YOUNG_DROP,
-	ST_HASH_FOLD, ST_HASH_COUNT, ST_HASH_SCAN,
+	ST_HASH_FOLD, ST_HASH_PUT, ST_HASH_COUNT, ST_HASH_SCAN,
 	ST_TXN_DELETE_PART,
 	ST_DLQ_INSERT, ST_DLQ_LIST, ST_DLQ_LIST_META, ST_DLQ_COUNT,
 	ST_KV_GET, ST_KV_PUT, ST_KV_DELETE, ST_KV_EXPIRY, ST_KV_LIST, ST_KV_PURGE,
@@ -198,6 +198,8 @@ static const char *const sql[ST__N] = {
 	/* key, h: only if the row is there and holds that h */
 	[ST_HASH_FOLD] = "INSERT OR IGNORE INTO hashes (h, id) "
 	    "SELECT h, id FROM txns WHERE id = ?1 AND h = ?2",
+	/* key, h: known to be there */
+	[ST_HASH_PUT] = "INSERT OR IGNORE INTO hashes (h, id) VALUES (?2, ?1)",
 	/* the rows, counted up to a limit */
 	[ST_HASH_COUNT] = "SELECT count(*) FROM (SELECT 1 FROM hashes "
 	    "LIMIT ?1)",
@@ -302,6 +304,15 @@ struct store {
 	size_t fold_at, fold_pend, fold_max;
 	int64_t frz_seq;        /* young's last seq when frz froze */
 	/*
+	 * dirt counts what can leave a pair in memory without its row:
+	 * rollbacks and deletes of hash rows.  While dirt is what it was
+	 * when act began (act_dirt) and when frz froze (frz_dirt), every
+	 * pair of frz has its row, and the fold need not read it.
+	 */
+	uint64_t dirt, act_dirt, frz_dirt;
+	bool frz_clean;
+	uint64_t folded_fast;
+	/*
 	 * The hash filter: every h in hashes, act and frz is in flt (w NULL:
 	 * none, while one is built or past fmax).  A new one, fnew, is built
 	 * from act, frz and a scan of hashes in (h, id) order, from fcur on,
@@ -315,6 +326,7 @@ struct store {
 	uint64_t fskips, fbuilds;
 	int64_t debt;
 	uint64_t folded, fold_pend_rows;        /* rows: committed, open */
+	uint64_t fold_pend_fast;
 	bool registered;        /* in open_stores, as its file's store */
 	dev_t dev;
 	ino_t ino;
@@ -591,7 +603,8 @@ s_commit(struct store *s)
 		return rc;
 	s->fold_at = s->fold_pend;
 	s->folded += s->fold_pend_rows;
-	s->fold_pend_rows = 0;
+	s->folded_fast += s->fold_pend_fast;
+	s->fold_pend_rows = s->fold_pend_fast = 0;
 	if (s->frz.e && s->fold_at == s->frz.cap) {
 		ytab_free(&s->frz);
 		s->fold_at = s->fold_pend = 0;
@@ -608,12 +621,14 @@ s_rollback(struct store *s)
 	if (!sqlite3_get_autocommit(s->db))
 		exec_simple(s, ST_ROLLBACK);
 	s->fold_pend = s->fold_at;
-	s->fold_pend_rows = 0;
+	s->fold_pend_rows = s->fold_pend_fast = 0;
+	s->dirt++;
 }
 
 static void
 s_rollback_to(struct store *s)
 {
+	s->dirt++;
 	exec_simple(s, ST_ROLLBACK_TO);
 	exec_simple(s, ST_RELEASE);
 }
@@ -721,8 +736,10 @@ delete_part_rows(struct store *s, int64_t pid)
 	STMT(s, ST_TXN_DELETE_PART, st);
 	sqlite3_bind_int64(st, 1, PB(pid));
 	sqlite3_bind_int64(st, 2, PB(pid) + MAX_OFFSET);
-	if ((rc = run(s, st)) == 0)
+	if ((rc = run(s, st)) == 0 && sqlite3_changes(s->db) > 0) {
 		s->live -= sqlite3_changes(s->db);
+		s->dirt++;
+	}
 	return rc;
 }
 
@@ -1437,6 +1454,7 @@ fold(struct store *s)
 	sqlite3_stmt *st;
 	size_t i, n = 0;
 	int64_t want;
+	bool fast;
 	int rc;
 
 	if (!s->frz.e) {
@@ -1447,6 +1465,8 @@ fold(struct store *s)
 			return rc;
 		s->frz = s->act;
 		memset(&s->act, 0, sizeof(s->act));
+		s->frz_clean = s->act_dirt == s->dirt;
+		s->act_dirt = s->frz_dirt = s->dirt;
 		s->fold_at = s->fold_pend = 0;
 		/* paid by the pushes from now on: what act's own pushes ran up
 		 * would fold all of frz at once, the stall slices avoid */
@@ -1461,12 +1481,14 @@ fold(struct store *s)
 		if (!e->id)
 			continue;
 		n++;
-		STMT(s, ST_HASH_FOLD, st);
+		fast = s->frz_clean && s->frz_dirt == s->dirt;
+		STMT(s, fast ? ST_HASH_PUT : ST_HASH_FOLD, st);
 		sqlite3_bind_int64(st, 1, e->id);
 		sqlite3_bind_int64(st, 2, e->h);
 		if ((rc = run(s, st)) != 0)
 			return rc;
 		s->fold_pend_rows += (uint64_t)sqlite3_changes(s->db);
+		s->fold_pend_fast += fast;
 	}
 	while (i < s->frz.cap && !s->frz.e[i].id)
 		i++;            /* so the commit after the last pair drops frz */
@@ -1685,6 +1707,7 @@ s_txn_purge(struct store *s, int64_t pid, int64_t upto, int64_t limit,
 	int rc = purge_range(s, ST_TXN_PURGE, pid, upto, limit, deleted);
 
 	s->live -= *deleted;
+	s->dirt += *deleted > 0;
 	return rc;
 }
 
@@ -2154,6 +2177,7 @@ s_hashes(struct store *s, struct queen_hash_stats *out)
 {
 	out->held = s->act.n + s->frz.n;
 	out->folded = s->folded;
+	out->folded_fast = s->folded_fast;
 	out->filter_bytes = hfilt_bytes(&s->flt) + hfilt_bytes(&s->fnew);
 	out->filter_skips = s->fskips;
 	out->filter_builds = s->fbuilds;
@@ -2298,6 +2322,7 @@ db_open(const struct queen_options *opt, struct store **out,
 	s->fault = opt->fault != NULL;
 	s->fold_max = opt->fold_at ? opt->fold_at : FOLD_MAX;
 	s->fmax = opt->filter_max ? opt->filter_max : FILTER_MAX;
+	s->dirt = 1;    /* act starts with what young held: read each row */
 	flags = opt->read_only ? SQLITE_OPEN_READONLY :
 	    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
 	flags |= SQLITE_OPEN_NOMUTEX;

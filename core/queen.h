@@ -583,6 +583,8 @@ struct queen_hash_stats {
 	uint64_t held;          /* hashes of recent pushes waiting for their
 				 * fold into the on-disk index (16 bytes each) */
 	uint64_t folded;        /* hash rows folded since open */
+	uint64_t folded_fast;   /* of those, without reading their row:
+				 * nothing rolled back or deleted since */
 	uint64_t filter_bytes;  /* the filter in front of the index, or the
 				 * one being built; 0: none */
 	uint64_t filter_skips;  /* lookups it answered "not there" */
