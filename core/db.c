@@ -323,6 +323,7 @@ struct store {
 	bool fbuild;
 	int64_t fcur_h, fcur_id, fdebt, fscanned, live;
 	uint64_t fmax;          /* the most h a filter is sized for */
+	int cache_kib;          /* the page cache, as last set */
 	uint64_t fskips, fbuilds;
 	int64_t debt;
 	uint64_t folded, fold_pend_rows;        /* rows: committed, open */
@@ -569,6 +570,8 @@ ckpt_check(struct store *s)
 	return db_errno(rc);
 }
 
+#define CACHE_KIB 4096          /* the page cache, less the filter's size */
+#define CACHE_KIB_S "4096"
 #define FILTER_MAX 1677721      /* h a filter is sized for at most: 2 MiB */
 #define FILTER_MIN 65536        /* ... and at least (80 KiB) */
 #define FILTER_SLICE 1024       /* the fewest rows a build scans at once */
@@ -1263,6 +1266,27 @@ h64(const struct hash128 *h)
 
 /* ---- the hash filter: see struct store, hfilter.c, docs/engine.md ---- */
 
+/*
+ * The page cache gives up what the filter takes, down to half: the
+ * filter stands in for the cache's pages of hashes, which were there for
+ * the lookups it now answers, and the daemon's memory stays as it was.
+ */
+static void
+cache_fit(struct store *s)
+{
+	size_t f = hfilt_bytes(&s->flt) + hfilt_bytes(&s->fnew);
+	int kib = CACHE_KIB - (int)(f / 1024);
+	char q[64];
+
+	if (kib < CACHE_KIB / 2)
+		kib = CACHE_KIB / 2;
+	if (kib == s->cache_kib)
+		return;
+	snprintf(q, sizeof(q), "PRAGMA cache_size = -%d", kib);
+	if (sqlite3_exec(s->db, q, NULL, NULL, NULL) == SQLITE_OK)
+		s->cache_kib = kib;
+}
+
 static void
 filter_add(struct store *s, int64_t h)
 {
@@ -1293,8 +1317,10 @@ filter_start(struct store *s)
 	int k, rc;
 
 	hfilt_free(&s->flt);
-	if (live >= s->fmax / 4 * 3)
+	if (live >= s->fmax / 4 * 3) {
+		cache_fit(s);
 		return 0;
+	}
 	if (cap < FILTER_MIN)
 		cap = FILTER_MIN;
 	if (cap > s->fmax)
@@ -1305,6 +1331,7 @@ filter_start(struct store *s)
 		for (i = 0; i < t[k]->cap; i++)
 			if (t[k]->e[i].id)
 				hfilt_add(&s->fnew, t[k]->e[i].h);
+	cache_fit(s);
 	s->fbuild = true;
 	s->fcur_h = s->fcur_id = INT64_MIN;
 	s->fdebt = s->fscanned = 0;
@@ -1343,6 +1370,7 @@ filter_step(struct store *s, int64_t max)
 		s->fbuilds++;
 		if (s->live >= (int64_t)(s->fmax / 4 * 3))
 			hfilt_free(&s->flt);    /* too many after all */
+		cache_fit(s);
 	}
 	return 0;
 }
@@ -2282,8 +2310,9 @@ configure(struct store *s, const struct queen_options *opt)
 	 * checkpointer beside it.  A writer shares both with its
 	 * checkpointer (ckpt.c). */
 	rc = sqlite3_exec(s->db, "PRAGMA foreign_keys = ON; "
-	    "PRAGMA cache_size = -4096; PRAGMA temp_store = MEMORY", NULL,
-	    NULL, &msg);
+	    "PRAGMA cache_size = -" CACHE_KIB_S "; PRAGMA temp_store = MEMORY",
+	    NULL, NULL, &msg);
+	s->cache_kib = CACHE_KIB;
 	if (rc == SQLITE_OK && read_only(s, opt))
 		rc = sqlite3_exec(s->db, "PRAGMA locking_mode = EXCLUSIVE",
 		    NULL, NULL, &msg);
