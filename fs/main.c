@@ -190,6 +190,13 @@ init(void *userdata, struct fuse_conn_info *conn)
 	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
 		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
 	conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
+	/*
+	 * Each FUSE worker keeps a buffer for the largest request it has
+	 * read: at 1 MiB writes, a dozen workers that each took an api/push
+	 * body kept some 3 MB resident.  128 KiB costs an api/push of 1000
+	 * items two more WRITE requests, within noise in its rate.
+	 */
+	conn->max_write = 128 * 1024;
 }
 
 static const struct fuse_lowlevel_ops ops = {
