@@ -1218,6 +1218,20 @@ test_pop_ticket(void)
 	fix_close(&f);
 }
 
+/* a child with a pipe to it (stdout flushed first); bail out if not */
+static pid_t
+fork_piped(int fds[2])
+{
+	pid_t pid;
+
+	fflush(stdout);
+	if (pipe(fds) != 0 || (pid = fork()) < 0) {
+		fprintf(stderr, "Bail out! pipe/fork\n");
+		exit(1);
+	}
+	return pid;
+}
+
 /*
  * A commit is in the kernel when it returns, even though core/vfs.c
  * gathers the log's writes: a child pushes at sync level normal (no fsync
@@ -1246,11 +1260,7 @@ test_kill_after_commit(void)
 	memset(body, 'k', 700);
 	queen_close(f.q);
 	f.q = NULL;
-	if (pipe(fds) != 0 || (pid = fork()) < 0) {
-		fprintf(stderr, "Bail out! pipe/fork\n");
-		exit(1);
-	}
-	if (pid == 0) {
+	if ((pid = fork_piped(fds)) == 0) {
 		struct queen_options o = { 0 };
 
 		close(fds[0]);
@@ -1327,12 +1337,7 @@ test_kill_commit_sizes(void)
 	for (k = 1; k <= 40; k++) {
 		queen_close(f.q);
 		f.q = NULL;
-		fflush(stdout);
-		if (pipe(fds) != 0 || (pid = fork()) < 0) {
-			fprintf(stderr, "Bail out! pipe/fork\n");
-			exit(1);
-		}
-		if (pid == 0) {
+		if ((pid = fork_piped(fds)) == 0) {
 			struct queen_options o = { 0 };
 			struct queen_push_result r[40];
 
@@ -1788,11 +1793,7 @@ test_kill_folding(void)
 		}
 		queen_close(f.q);
 		f.q = NULL;
-		if (pipe(fds) != 0 || (pid = fork()) < 0) {
-			fprintf(stderr, "Bail out! pipe/fork\n");
-			exit(1);
-		}
-		if (pid == 0) {
+		if ((pid = fork_piped(fds)) == 0) {
 			struct queen_options o = { 0 };
 			struct queen *q;
 			char txid[32];
