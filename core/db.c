@@ -1424,11 +1424,12 @@ s_msg_append(struct store *s, int64_t pid, int64_t off, int64_t at,
     const char *txid, const char *trace, const void *payload, size_t len,
     const struct hash128 *h)
 {
+	int64_t key = PB(pid) + off, hv = h64(h);
 	sqlite3_stmt *st;
 	int rc;
 
 	STMT(s, ST_MSG_APPEND, st);
-	sqlite3_bind_int64(st, 1, PB(pid) + off);
+	sqlite3_bind_int64(st, 1, key);
 	sqlite3_bind_int64(st, 2, at);
 	sqlite3_bind_text(st, 3, txid, -1, SQLITE_STATIC);
 	if (trace)
@@ -1437,20 +1438,20 @@ s_msg_append(struct store *s, int64_t pid, int64_t off, int64_t at,
 	if ((rc = run(s, st)) != 0)
 		return rc;
 	STMT(s, ST_TXN_APPEND, st);
-	sqlite3_bind_int64(st, 1, PB(pid) + off);
+	sqlite3_bind_int64(st, 1, key);
 	sqlite3_bind_blob(st, 2, h->b, 16, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 3, at);
-	sqlite3_bind_int64(st, 4, h64(h));
+	sqlite3_bind_int64(st, 4, hv);
 	if ((rc = run(s, st)) != 0)
 		return rc;
 	STMT(s, ST_YOUNG_PUT, st);
-	sqlite3_bind_int64(st, 1, PB(pid) + off);
-	sqlite3_bind_int64(st, 2, h64(h));
+	sqlite3_bind_int64(st, 1, key);
+	sqlite3_bind_int64(st, 2, hv);
 	if ((rc = run(s, st)) != 0)
 		return rc;
 	s->debt += 2;
-	filter_add(s, h64(h));
-	return ytab_put(&s->act, h64(h), PB(pid) + off);
+	filter_add(s, hv);
+	return ytab_put(&s->act, hv, key);
 }
 
 /* ---- young hashes: see struct store, young.c, docs/engine.md ---- */
@@ -1679,6 +1680,7 @@ s_txn_find(struct store *s, int64_t pid, const struct hash128 *h, int64_t lo,
     int64_t hi, bool highest, int64_t *off, int64_t *at)
 {
 	struct yfind f = { s, h, highest, 0, 0 };
+	int64_t hv = h64(h);
 	sqlite3_stmt *st;
 	int rc;
 
@@ -1688,7 +1690,7 @@ s_txn_find(struct store *s, int64_t pid, const struct hash128 *h, int64_t lo,
 		hi = MAX_OFFSET;
 	if (lo > hi)
 		return -ENOENT;
-	if (s->flt.w && !hfilt_has(&s->flt, h64(h))) {
+	if (s->flt.w && !hfilt_has(&s->flt, hv)) {
 		s->fskips++;
 		return -ENOENT;
 	}
@@ -1696,7 +1698,7 @@ s_txn_find(struct store *s, int64_t pid, const struct hash128 *h, int64_t lo,
 	sqlite3_bind_blob(st, 1, h->b, 16, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, PB(pid) + lo);
 	sqlite3_bind_int64(st, 3, PB(pid) + hi);
-	sqlite3_bind_int64(st, 4, h64(h));
+	sqlite3_bind_int64(st, 4, hv);
 	rc = row(s, st);
 	if (rc < 0)
 		return rc;
@@ -1706,8 +1708,8 @@ s_txn_find(struct store *s, int64_t pid, const struct hash128 *h, int64_t lo,
 		sqlite3_reset(st);
 	}
 	/* and the hashes not folded yet (frz's may be folded already) */
-	if ((rc = ytab_find(&s->act, h64(h), PB(pid) + lo, PB(pid) + hi,
-	    yfind_one, &f)) != 0 || (rc = ytab_find(&s->frz, h64(h),
+	if ((rc = ytab_find(&s->act, hv, PB(pid) + lo, PB(pid) + hi,
+	    yfind_one, &f)) != 0 || (rc = ytab_find(&s->frz, hv,
 	    PB(pid) + lo, PB(pid) + hi, yfind_one, &f)) != 0)
 		return rc;
 	if (!f.id)
