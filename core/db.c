@@ -2212,6 +2212,7 @@ s_hashes(struct store *s, struct queen_hash_stats *out)
 	out->filter_skips = s->fskips;
 	out->filter_builds = s->fbuilds;
 	out->filter_building = s->fbuild;
+	out->cache_kib = (uint64_t)s->cache_kib;
 }
 
 static void

@@ -590,6 +590,7 @@ struct queen_hash_stats {
 	uint64_t filter_skips;  /* lookups it answered "not there" */
 	uint64_t filter_builds; /* filters built since open */
 	bool filter_building;   /* one is being built: none answers yet */
+	uint64_t cache_kib;     /* the page cache the filter leaves */
 };
 void queen_hash_stats(struct queen *q, struct queen_hash_stats *out);
 

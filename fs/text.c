@@ -208,7 +208,7 @@ text_sys_stats(struct queen *q, char **out, size_t *len)
 	    "hashes_held = %llu\nhashes_folded = %llu\n"
 	    "hash_filter_bytes = %llu\nhash_filter_skips = %llu\n"
 	    "hash_filter_builds = %llu\nhash_filter_building = %d\n"
-	    "nodes = %zu\n",
+	    "page_cache_kib = %llu\nnodes = %zu\n",
 	    (unsigned long long)c.pushes, (unsigned long long)c.acks,
 	    (unsigned long long)c.pops, (unsigned long long)c.commits,
 	    (unsigned long long)c.commit_failures,
@@ -217,7 +217,8 @@ text_sys_stats(struct queen *q, char **out, size_t *len)
 	    (unsigned long long)hs.folded,
 	    (unsigned long long)hs.filter_bytes,
 	    (unsigned long long)hs.filter_skips,
-	    (unsigned long long)hs.filter_builds, hs.filter_building, nodes);
+	    (unsigned long long)hs.filter_builds, hs.filter_building,
+	    (unsigned long long)hs.cache_kib, nodes);
 	return close_text(f, out, len, rc < 0 ? rc : 0);
 }
 

@@ -566,6 +566,9 @@ if sys.argv[1] == "fill":
 else:
     check(sysstat("hash_filter_builds") == 1 and
           sysstat("hash_filter_bytes") > 0, "filter built at the mount")
+    # the page cache gives up what the filter takes
+    eq(4096 - sysstat("hash_filter_bytes") // 1024,
+       sysstat("page_cache_kib"), "page cache less the filter")
 r = push(["f0", "f20000", "f39999", "new-" + sys.argv[1]])
 eq(["duplicate"] * 3 + ["queued"], [x["status"] for x in r],
    "old, middle and newest are duplicates")

@@ -1867,10 +1867,14 @@ test_filter(void)
 
 	fix_open(&f, "store-filter");
 	if (fix_is_pg()) {
-		skip(18, "the hash filter is the SQLite store's");
+		skip(20, "the hash filter is the SQLite store's");
 		fix_close(&f);
 		return;
 	}
+	hs = hstats(f.q);
+	ok(hs.filter_bytes == 81920 && hs.cache_kib == 4096 - 80,
+	    "filter: the default, 80 KiB, taken from the page cache (%llu "
+	    "KiB left)", (unsigned long long)hs.cache_kib);
 	reopen_sized(&f, 64, 1000);
 	hs = hstats(f.q);
 	one = hs.filter_bytes;
@@ -1890,6 +1894,8 @@ test_filter(void)
 	skips = hs.filter_skips;
 	pushn(f.q, Q, NULL, "c", 10);
 	is_int((int64_t)hs.filter_bytes, 0, "filter: none past 750 hashes");
+	is_int((int64_t)hs.cache_kib, 4096, "filter: ... the page cache "
+	    "whole again");
 	ok(hstats(f.q).filter_skips == skips, "filter: ... so every lookup "
 	    "asks the index");
 	ok(dups(f.q, "a", 1, 601) + dups(f.q, "b", 1, 501) == 1100,
