@@ -23,6 +23,15 @@ realtime_ms(void *arg)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* rc, with why in opt->err for a caller that has no handle to ask */
+static int
+open_failed(const struct queen_options *opt, int rc, const char *why)
+{
+	if (opt->err && opt->errlen)
+		snprintf(opt->err, opt->errlen, "%s", why);
+	return rc;
+}
+
 int
 queen_open(const struct queen_options *opt, struct queen **out)
 {
@@ -30,11 +39,13 @@ queen_open(const struct queen_options *opt, struct queen **out)
 	int rc;
 
 	*out = NULL;
-	if (!opt || !opt->path || !opt->path[0])
+	if (!opt)
 		return -EINVAL;
+	if (!opt->path || !opt->path[0])
+		return open_failed(opt, -EINVAL, "no path to open");
 	q = calloc(1, sizeof(*q));
 	if (!q)
-		return -ENOMEM;
+		return open_failed(opt, -ENOMEM, strerror(ENOMEM));
 	q->clock = opt->clock ? opt->clock : realtime_ms;
 	q->clock_arg = opt->clock_arg;
 	if (!strncmp(opt->path, "postgresql://", 13) ||
@@ -43,6 +54,7 @@ queen_open(const struct queen_options *opt, struct queen **out)
 	else
 		rc = db_open(opt, &q->st, &q->ops, q->err, sizeof(q->err));
 	if (rc != 0) {
+		rc = open_failed(opt, rc, q->err[0] ? q->err : strerror(-rc));
 		free(q);
 		return rc;
 	}

@@ -63,13 +63,21 @@ struct queen_options {
 	 * is no filter.  Tests set it low.
 	 */
 	size_t filter_max;
+	/*
+	 * Where a failed queen_open writes its reason in words, as
+	 * queen_errmsg would give it, since there is no handle to ask
+	 * (NULL: nowhere).  Left alone on success.
+	 */
+	char *err;
+	size_t errlen;
 };
 
 /*
  * queen_open - open (creating if needed) the store at opt->path, apply any
  * missing schema migrations, and return a handle in *out (NULL on failure).
  * Errors: -EINVAL bad options, -EIO not a database or corrupt, -EPROTO the
- * file was written by a newer schema, -EROFS, -EACCES, -ENOMEM.
+ * file's schema is newer than this build's (or, opened read-only, older),
+ * -EROFS, -EACCES, -EBUSY, -ENOMEM; the reason in words in opt->err.
  */
 int queen_open(const struct queen_options *opt, struct queen **out);
 

@@ -232,8 +232,11 @@ static const struct fuse_lowlevel_ops ops = {
 static int
 open_store(const char *path, enum queen_sync sync, struct queen **q)
 {
-	struct queen_options qo = { .path = path, .sync = sync };
+	char why[512] = "";
+	struct queen_options qo = { .path = path, .sync = sync,
+	    .err = why, .errlen = sizeof(why) };
 	const char *fault = getenv("QUEENFS_FAULT");
+	const char *hint;
 	int rc;
 
 	/*
@@ -244,17 +247,18 @@ open_store(const char *path, enum queen_sync sync, struct queen **q)
 	if (fault && *fault)
 		qo.fault = fault;
 	rc = queen_open(&qo, q);
+	if (rc == 0)
+		return 0;
 	if (rc == -EIO)
-		fs_log("cannot open %s: not a queenfs database, or corrupt (%s)",
-		    path, strerror(-rc));
+		hint = "not a queenfs database, or corrupt";
 	else if (rc == -EPROTO)
-		fs_log("cannot open %s: written by a newer queenfs (its schema "
-		    "version is beyond this one's)", path);
+		hint = "written by a newer queenfs";
 	else if (rc == -EBUSY)
-		fs_log("cannot open %s: another process holds it (a queenfs "
-		    "mounted on it?)", path);
-	else if (rc < 0)
-		fs_log("cannot open %s: %s", path, strerror(-rc));
+		hint = "another process holds it (a queenfs mounted on it?)";
+	else
+		hint = strerror(-rc);
+	fs_log("cannot open %s: %s (%s)", path, hint, why[0] ? why :
+	    strerror(-rc));
 	return rc;
 }
 

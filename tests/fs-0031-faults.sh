@@ -111,6 +111,7 @@ test_expect_success 'a file that is not a database is refused at startup' '
 	cp garbage.db garbage.before &&
 	refuse "$TRASH/garbage.db" &&
 	grep -q "garbage.db: not a queenfs database" refuse.err &&
+	grep -q "(.*garbage.db: file is not a database)" refuse.err &&
 	test_cmp garbage.before garbage.db
 '
 
@@ -135,6 +136,8 @@ test_expect_success SQLITE3 'a database from a newer schema is refused at startu
 	sqlite3 newer.db "PRAGMA user_version = 99" &&
 	refuse "$TRASH/newer.db" &&
 	grep -q "newer.db: written by a newer queenfs" refuse.err &&
+	grep -q "schema version 99 is newer than this queenfs understands" \
+		refuse.err &&
 	test_is 99 "$(sqlite3 newer.db "PRAGMA user_version")" "user_version" &&
 	test_is 1 "$(sqlite3 newer.db "SELECT count(*) FROM messages")" "messages"
 '
