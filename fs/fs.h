@@ -11,6 +11,7 @@
 
 #include <fuse_lowlevel.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -315,6 +316,8 @@ void reply_slice(fuse_req_t req, const char *text, size_t len, size_t size,
 void next_read(fuse_req_t req, struct handle *h, size_t size, off_t off);
 void push_rename(fuse_req_t req, struct node *dir, struct pending *pe,
     const char *oldname, const char *newname);
+/* LOOKUP requests answered since start (sys/stats) */
+extern _Atomic uint64_t fs_lookups;
 void reply_entry(fuse_req_t req, struct node *n);
 void reply_attr(fuse_req_t req, struct node *n);
 void *job_new(size_t size, void (*run)(struct job *, struct queen *),

@@ -11,6 +11,8 @@
 
 #include "fs.h"
 
+_Atomic uint64_t fs_lookups;
+
 void *
 job_new(size_t size, void (*run)(struct job *, struct queen *),
     void (*reply)(struct job *), fuse_req_t req)
@@ -65,8 +67,12 @@ timeout_of(const struct node *n)
  * size change may still have a name that does not: the control files are
  * there by name, and a leased message resolves for as long as its lease
  * is known, dead or alive (an ack through a dead one fails at rename).
- * Names that come and go with the store (messages in the queue dir, KV
- * keys, timers, files being written) are asked again every time.
+ * Every name under partitions/ is a partition directory, whether the
+ * store has that partition yet or not, so the kernel may keep it for an
+ * hour: a producer spread over many partitions, each visited less often
+ * than once a second, would otherwise pay a LOOKUP per push.  Names that
+ * come and go with the store (messages in the queue dir, KV keys,
+ * timers, files being written) are asked again every time.
  */
 static double
 entry_timeout_of(const struct node *n)
@@ -76,6 +82,8 @@ entry_timeout_of(const struct node *n)
 	case K_LEASE_MSG: case K_SYS_STATS: case K_SYS_METRICS:
 	case K_SYS_HEALTH: case K_API_FILE:
 		return 1.0;
+	case K_PART:
+		return 3600.0;
 	default:
 		return timeout_of(n);
 	}
@@ -390,6 +398,7 @@ op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct lookup_job *lj;
 	enum kind k;
 
+	atomic_fetch_add(&fs_lookups, 1);
 	if (!p) {
 		fuse_reply_err(req, ENOENT);
 		return;

@@ -208,7 +208,7 @@ text_sys_stats(struct queen *q, char **out, size_t *len)
 	    "hashes_held = %llu\nhashes_folded = %llu\n"
 	    "hash_filter_bytes = %llu\nhash_filter_skips = %llu\n"
 	    "hash_filter_builds = %llu\nhash_filter_building = %d\n"
-	    "page_cache_kib = %llu\nnodes = %zu\n",
+	    "page_cache_kib = %llu\nnodes = %zu\nlookups = %llu\n",
 	    (unsigned long long)c.pushes, (unsigned long long)c.acks,
 	    (unsigned long long)c.pops, (unsigned long long)c.commits,
 	    (unsigned long long)c.commit_failures,
@@ -218,7 +218,8 @@ text_sys_stats(struct queen *q, char **out, size_t *len)
 	    (unsigned long long)hs.filter_bytes,
 	    (unsigned long long)hs.filter_skips,
 	    (unsigned long long)hs.filter_builds, hs.filter_building,
-	    (unsigned long long)hs.cache_kib, nodes);
+	    (unsigned long long)hs.cache_kib, nodes,
+	    (unsigned long long)atomic_load(&fs_lookups));
 	return close_text(f, out, len, rc < 0 ? rc : 0);
 }
 
@@ -376,6 +377,9 @@ text_metrics(struct queen *q, char **out, size_t *len)
 	counter(f, "queenfs_nodes", "gauge",
 	    "Names the mount holds for the kernel (past 20000 it hands "
 	    "pushed ones back).", nodes);
+	counter(f, "queenfs_lookups_total", "counter",
+	    "Names the kernel asked the mount for (LOOKUP requests).",
+	    atomic_load(&fs_lookups));
 	return close_text(f, out, len, rc < 0 ? rc : 0);
 }
 

@@ -168,6 +168,25 @@ test_expect_success 'no producer tool was counted as a duplicate' '
 	test_is 0 "$(stat_of stats duplicates)" duplicates
 '
 
+# Any name under partitions/ is a partition dir, so the kernel may keep
+# it: pushes spread over 50 partitions, each revisited after the 1 s
+# that other directory names keep, ask only for the new file names (and
+# a few directories above), not for the partition dirs again.
+test_expect_success 'a partition dir is not looked up again at every push' '
+	S="$MNT/queues/spread" && mkdir "$S" &&
+	for i in $(seq 0 49); do
+		printf a >"$S/partitions/p$i/a" || return 1
+	done &&
+	sleep 1.5 &&
+	l0=$(stat_of "$MNT/sys/stats" lookups) &&
+	for i in $(seq 0 49); do
+		printf b >"$S/partitions/p$i/b" || return 1
+	done &&
+	l1=$(stat_of "$MNT/sys/stats" lookups) &&
+	echo "LOOKUPs for 50 pushes: $((l1 - l0))" &&
+	test $((l1 - l0)) -ge 50 && test $((l1 - l0)) -lt 75
+'
+
 test_expect_success 'writing over a message of the log never changes what it reads' '
 	sysc create "$Q/partitions/default/m-cp" changed >actual &&
 	echo ok >expect &&
