@@ -229,10 +229,31 @@ static const struct fuse_lowlevel_ops ops = {
 	.poll = op_poll,
 };
 
+/*
+ * path as the log may show it: a PostgreSQL URL's password, if it has
+ * one, becomes "***" (user:secret@host -> user:***@host).
+ */
+static const char *
+shown_path(const char *path, char *buf, size_t cap)
+{
+	const char *u = strstr(path, "://"), *at, *colon, *slash;
+
+	if (!u)
+		return path;
+	u += 3;
+	at = strchr(u, '@');
+	colon = strchr(u, ':');
+	slash = strchr(u, '/');
+	if (!at || !colon || colon > at || (slash && slash < at))
+		return path;
+	snprintf(buf, cap, "%.*s***%s", (int)(colon + 1 - path), path, at);
+	return buf;
+}
+
 static int
 open_store(const char *path, enum queen_sync sync, struct queen **q)
 {
-	char why[512] = "";
+	char why[512] = "", shown[PATH_MAX];
 	struct queen_options qo = { .path = path, .sync = sync,
 	    .err = why, .errlen = sizeof(why) };
 	const char *fault = getenv("QUEENFS_FAULT");
@@ -249,7 +270,23 @@ open_store(const char *path, enum queen_sync sync, struct queen **q)
 	rc = queen_open(&qo, q);
 	if (rc == 0)
 		return 0;
-	if (rc == -EIO)
+	/* one line: libpq's messages carry a newline and a tab */
+	{
+		char *r = why, *w = why;
+
+		for (; *r; r++) {
+			char c = *r == '\n' || *r == '\t' ? ' ' : *r;
+
+			if (c != ' ' || (w > why && w[-1] != ' '))
+				*w++ = c;
+		}
+		while (w > why && w[-1] == ' ')
+			w--;
+		*w = '\0';
+	}
+	if (rc == -EIO && strstr(path, "://"))
+		hint = "the PostgreSQL database cannot be reached or used";
+	else if (rc == -EIO)
 		hint = "not a queenfs database, or corrupt";
 	else if (rc == -EPROTO)
 		hint = "written by a newer queenfs";
@@ -257,8 +294,8 @@ open_store(const char *path, enum queen_sync sync, struct queen **q)
 		hint = "another process holds it (a queenfs mounted on it?)";
 	else
 		hint = strerror(-rc);
-	fs_log("cannot open %s: %s (%s)", path, hint, why[0] ? why :
-	    strerror(-rc));
+	fs_log("cannot open %s: %s (%s)", shown_path(path, shown,
+	    sizeof(shown)), hint, why[0] ? why : strerror(-rc));
 	return rc;
 }
 

@@ -142,6 +142,14 @@ test_expect_success SQLITE3 'a database from a newer schema is refused at startu
 	test_is 1 "$(sqlite3 newer.db "SELECT count(*) FROM messages")" "messages"
 '
 
+# port 1 of the loopback: refused at once, nothing listens there
+test_expect_success 'a PostgreSQL URL that cannot connect: one line, no password' '
+	refuse "postgresql://bob:s3cret@127.0.0.1:1/queen" &&
+	grep -q "cannot open postgresql://bob:\*\*\*@127.0.0.1:1/queen: the PostgreSQL database cannot be reached" refuse.err &&
+	grep -q "Connection refused" refuse.err &&
+	! grep -q s3cret refuse.err
+'
+
 test_expect_success 'a malformed QUEENFS_FAULT is refused at startup' '
 	QUEENFS_FAULT=fsync:x && export QUEENFS_FAULT &&
 	{ refuse "$TRASH/hook.db"; r=$?; unset QUEENFS_FAULT; test $r = 0; } &&
