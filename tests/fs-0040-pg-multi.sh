@@ -101,6 +101,23 @@ test_expect_success 'after A lease expires B pops it; A then gets ESTALE, B acks
 	test_is 0 "$(stat_of "$A/queues/l/stats" leases)" "no lease left"
 '
 
+# B's reader is parked in next (wait 30 s) while A holds the only lease
+# (2 s): it is retried when that lease is due to expire, as on one
+# mount, not only at its own deadline.  timeout 20 leaves ten times the
+# lease; a reader that waited for its deadline would be killed at 20 s.
+test_expect_success 'a reader parked on B is handed the message when A lease expires' '
+	mkdir "$A/queues/exp" &&
+	printf "lease_time = 2\nwait = 30\n" >"$A/queues/exp/config" &&
+	printf e1 >"$A/queues/exp/e1" &&
+	LA=$(pop "$A/queues/exp") &&
+	test_is e1 "${LA##*/}" "A holds it" &&
+	LB=$(timeout 20 cat "$B/queues/exp/next") &&
+	echo "B got $LB" &&
+	test_is e1 "${LB##*/}" "the same message, through B" &&
+	test "$LB" != "$LA" &&
+	mv "$B/queues/exp/$LB" "$B/queues/exp/ack/"
+'
+
 test_expect_success 'a lease id is a bearer credential, as on one mount: B may ack with the one A took' '
 	mkdir "$A/queues/bearer" &&
 	printf b1 >"$A/queues/bearer/b1" &&
