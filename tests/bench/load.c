@@ -399,9 +399,11 @@ usage(void)
 {
 	fputs("usage: load MODE DIR [-t threads] [-d seconds] [-p producers]\n"
 	    "    [-c consumers] [-P partitions] [-n count] [-s samples]"
-	    " [-q queue]\n"
+	    " [-q queue] [-x]\n"
 	    "modes: create read rename cycle qpush qcycle nextpop wake\n"
-	    "       apipush apipop (DIR = the mount, -q the queue)\n", stderr);
+	    "       apipush apipop (DIR = the mount, -q the queue;\n"
+	    "       -x: apipush checks each answer by a scan, not jansson)\n",
+	    stderr);
 	exit(2);
 }
 
@@ -417,8 +419,9 @@ main(int argc, char **argv)
 	mode = argv[1];
 	opt.dir = argv[2];
 	optind = 3;
-	while ((c = getopt(argc, argv, "t:d:p:c:P:n:s:q:")) != -1) {
+	while ((c = getopt(argc, argv, "t:d:p:c:P:n:s:q:x")) != -1) {
 		switch (c) {
+		case 'x': opt.scan = true; break;
 		case 't': opt.threads = atoi(optarg); break;
 		case 'd': opt.dur = atof(optarg); break;
 		case 'p': opt.producers = atoi(optarg); break;

@@ -18,6 +18,7 @@ struct load_opts {
 	long partitions, count; /* count: stop after this many (0: no cap) */
 	double dur;             /* seconds */
 	int wake_consumers;
+	bool scan;              /* apipush: check answers by scanning, no parse */
 };
 
 extern struct load_opts opt;

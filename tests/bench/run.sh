@@ -430,6 +430,10 @@ rep () {
 		# the pace
 		figc full f.apipush2 "$L" apipush "$TMP/full.mnt" -q api -t 2 \
 		    -d "$DUR"
+		# what limits the two above: one client that checks each
+		# answer by a scan for its 1000 "queued", not with jansson
+		figc full f.apipushx "$L" apipush "$TMP/full.mnt" -q api -x \
+		    -d "$DUR"
 		figc full f.apipop "$L" apipop "$TMP/full.mnt" -q api -d "$DUR"
 		# the same consume by a Python program (json.loads), on
 		# 100,000 messages pushed beforehand, outside the figure
@@ -629,6 +633,7 @@ e_bc=$(eng "pop+ack batch 1000 (full)")
 if $API; then
 	row "batch push, api/push 1000/request, full" "$(m f.apipush)" "engine batch push" "${e_bp:--}" "v>=150000" "/s" "$(range f.apipush)"
 	row "batch push, api/push 1000/request, full, 2 clients" "$(m f.apipush2)" "engine batch push" "${e_bp:--}" "v>=150000" "/s" "$(range f.apipush2)"
+	row "batch push, api/push, full, 1 client, answers scanned not parsed" "$(m f.apipushx)" "engine batch push" "${e_bp:--}" "" "/s" "$(range f.apipushx)"
 	row "batch consume, api/pop batch=1000, full (C, jansson)" "$(m f.apipop)" "engine batch pop+ack" "${e_bc:--}" "v>=100000" "/s" "$(range f.apipop)"
 	row "batch consume, api/pop batch=1000, full (Python, json)" "$(m f.apipy)" "engine batch pop+ack" "${e_bc:--}" "v>=100000" "/s" "$(range f.apipy)"
 else
@@ -662,6 +667,7 @@ C "push 4p, sync full" f.push4 "nullfs create 1t" null.create1
 C "cycle 1t, sync normal" n.cycle1 "nullfs cycle 1t" null.cycle1
 $API && C "batch push, per message" f.apipush "" -
 $API && C "batch push, per message, 2 clients" f.apipush2 "" -
+$API && C "batch push, per message, answers scanned" f.apipushx "" -
 $API && C "batch consume, per message (C consumer)" f.apipop "" -
 $API && C "batch consume, per message (Python consumer)" f.apipy "" -
 
