@@ -70,7 +70,7 @@ call_raw(const char *ep, const char *req, size_t len, size_t *lenp)
 	if (close(fd) != 0)
 		fail("close", path, errno);
 	buf[n] = 0;
-	if (r < 0) {
+	if (r != 0) {   /* an error, or no room for the rest */
 		free(buf);
 		return NULL;
 	}
