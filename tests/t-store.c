@@ -48,6 +48,17 @@ open_with(struct fix *f, const char *path, enum queen_sync sync,
 	return queen_open(&o, out);
 }
 
+/* On PostgreSQL: skip n tests of a SQLite-only case and close f. */
+static bool
+pg_skips(struct fix *f, int n, const char *why)
+{
+	if (!fix_is_pg())
+		return false;
+	skip(n, why);
+	fix_close(f);
+	return true;
+}
+
 static int
 raw_open(struct fix *f, const char *path, bool read_only,
     struct queen **out)
@@ -1661,11 +1672,8 @@ test_schema_old(void)
 		int i, young, nfolded, wrong, was_young;
 
 		fix_open(&f, "store-old");
-		if (fix_is_pg()) {
-			skip(22, "SQLite schema versions");
-			fix_close(&f);
+		if (pg_skips(&f, 22, "SQLite schema versions"))
 			return;
-		}
 		for (i = 0; i < 12; i++) {
 			snprintf(txid, sizeof(txid), "m%d", i);
 			push1(f.q, Q, NULL, txid, "x");
@@ -1692,8 +1700,8 @@ test_schema_old(void)
 		    "v%d: and the newest found by name", v);
 		queen_close(f.q);
 		f.q = NULL;
-		is_int(file_version(f.path), 3, "v%d: the file is version 3 now",
-		    v);
+		is_int(file_version(f.path), 3,
+		    "v%d: the file is version 3 now", v);
 		count_hashes(f.path, &young, &nfolded, &wrong);
 		ok(wrong == 0 && young + nfolded == 12,
 		    "v%d: every row in young or hashes (%d, %d, %d wrong)", v,
@@ -1734,11 +1742,8 @@ test_hash_tables(void)
 	int young, folded, wrong, found;
 
 	fix_open(&f, "store-htab");
-	if (fix_is_pg()) {
-		skip(9, "the SQLite store's tables");
-		fix_close(&f);
+	if (pg_skips(&f, 9, "the SQLite store's tables"))
 		return;
-	}
 	is_int(push_found(f.q, "Z", "m", 12), 12, "htab: 12 pushed, found");
 	cfg(f.q, "Z", NULL, "retention", "1");
 	f.now += 2 * SEC;
@@ -1839,11 +1844,8 @@ test_kill_folding(void)
 		pid_t pid;
 
 		fix_open(&f, "store-killfold");
-		if (fix_is_pg()) {
-			skip(12, "the young hashes are the SQLite store's");
-			fix_close(&f);
+		if (pg_skips(&f, 12, "the young hashes are the SQLite store's"))
 			return;
-		}
 		queen_close(f.q);
 		f.q = NULL;
 		if ((pid = fork_piped(fds)) == 0) {
@@ -1919,11 +1921,8 @@ test_filter(void)
 	int i, mid = -1;
 
 	fix_open(&f, "store-filter");
-	if (fix_is_pg()) {
-		skip(20, "the hash filter is the SQLite store's");
-		fix_close(&f);
+	if (pg_skips(&f, 20, "the hash filter is the SQLite store's"))
 		return;
-	}
 	hs = hstats(f.q);
 	ok(hs.filter_bytes == 81920 && hs.cache_kib == 4096 - 80,
 	    "filter: the default, 80 KiB, taken from the page cache (%llu "
@@ -2032,11 +2031,8 @@ test_fold_slices(void)
 	int i;
 
 	fix_open(&f, "store-slices");
-	if (fix_is_pg()) {
-		skip(4, "the young hashes are the SQLite store's");
-		fix_close(&f);
+	if (pg_skips(&f, 4, "the young hashes are the SQLite store's"))
 		return;
-	}
 	reopen_folding(&f, 64);
 	for (i = 1; i <= 97; i++) {
 		snprintf(txid, sizeof(txid), "s%d", i);
@@ -2081,11 +2077,8 @@ test_young_fold(void)
 	bool dup;
 
 	q = fix_open(&f, "store-fold");
-	if (fix_is_pg()) {
-		skip(17, "the young hashes are the SQLite store's");
-		fix_close(&f);
+	if (pg_skips(&f, 17, "the young hashes are the SQLite store's"))
 		return;
-	}
 	snprintf(path, sizeof(path), "%s", f.path);
 	is_int(reopen_folding(&f, FOLD), 0, "fold: opened, folding at %d",
 	    FOLD);
@@ -2095,8 +2088,8 @@ test_young_fold(void)
 		snprintf(txid, sizeof(txid), "m%d", i);
 		if (i % 300 == 150)
 			queen_batch_begin(q);
-		offs[i] = push_ex(q, Q, i % 2 ? "odd" : "even", txid, NULL, false,
-		    NULL);
+		offs[i] = push_ex(q, Q, i % 2 ? "odd" : "even", txid, NULL,
+		    false, NULL);
 		if (i % 300 == 249)
 			queen_batch_commit(q);
 	}
@@ -2276,11 +2269,8 @@ test_checkpoint_beside(void)
 	long long size;
 	int i, bad = 0;
 
-	if (fix_is_pg()) {
-		skip(4, "SQLite's log");
-		fix_close(&f);
+	if (pg_skips(&f, 4, "SQLite's log"))
 		return;
-	}
 	snprintf(wal, sizeof(wal), "%s-wal", f.path);
 	for (i = 0; i < 6000; i++)
 		if (push1(q, Q, NULL, NULL, "a payload of some thirty bytes") !=
@@ -2316,11 +2306,8 @@ test_checkpoint_fails(void)
 	int i, n, rc = 0;
 
 	fix_open(&f, "store-ckfail");
-	if (fix_is_pg()) {
-		skip(5, "SQLite's log");
-		fix_close(&f);
+	if (pg_skips(&f, 5, "SQLite's log"))
 		return;
-	}
 	queen_close(f.q);
 	f.q = NULL;
 	for (n = 0; n < 16 && !q; n++) {
@@ -2374,11 +2361,8 @@ test_one_writer(void)
 	int status = -1;
 	pid_t pid;
 
-	if (fix_is_pg()) {
-		skip(5, "SQLite's lock");
-		fix_close(&f);
+	if (pg_skips(&f, 5, "SQLite's lock"))
 		return;
-	}
 	push1(q, Q, NULL, "m1", "x");
 	is_int(raw_open(&f, f.path, false, &q2), -EBUSY,
 	    "one: a second open in this process is -EBUSY");
@@ -2424,11 +2408,8 @@ test_memstatus(void)
 	struct fix f;
 
 	fix_open(&f, "store-memstatus");
-	if (fix_is_pg()) {
-		skip(1, "SQLite's allocations");
-		fix_close(&f);
+	if (pg_skips(&f, 1, "SQLite's allocations"))
 		return;
-	}
 	pushn(f.q, Q, NULL, "ms", 50);
 	is_int(sqlite3_memory_used(), 0, "memstatus: SQLite counts no "
 	    "allocation");
