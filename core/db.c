@@ -1629,6 +1629,7 @@ purge_range(struct store *s, enum stmt id, int64_t pid, int64_t upto,
 	sqlite3_stmt *st;
 	int rc;
 
+	*deleted = 0;   /* also when the statement cannot be prepared */
 	STMT(s, id, st);
 	sqlite3_bind_int64(st, 1, PB(pid));
 	sqlite3_bind_int64(st, 2, PB(pid) + upto);
