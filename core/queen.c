@@ -32,6 +32,13 @@ open_failed(const struct queen_options *opt, int rc, const char *why)
 	return rc;
 }
 
+bool
+queen_path_is_pg(const char *path)
+{
+	return path && (!strncmp(path, "postgresql://", 13) ||
+	    !strncmp(path, "postgres://", 11));
+}
+
 int
 queen_open(const struct queen_options *opt, struct queen **out)
 {
@@ -48,8 +55,7 @@ queen_open(const struct queen_options *opt, struct queen **out)
 		return open_failed(opt, -ENOMEM, strerror(ENOMEM));
 	q->clock = opt->clock ? opt->clock : realtime_ms;
 	q->clock_arg = opt->clock_arg;
-	if (!strncmp(opt->path, "postgresql://", 13) ||
-	    !strncmp(opt->path, "postgres://", 11))
+	if (queen_path_is_pg(opt->path))
 		rc = pg_open(opt, &q->st, &q->ops, q->err, sizeof(q->err));
 	else
 		rc = db_open(opt, &q->st, &q->ops, q->err, sizeof(q->err));

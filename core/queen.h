@@ -80,6 +80,8 @@ struct queen_options {
  * -EROFS, -EACCES, -EBUSY, -ENOMEM; the reason in words in opt->err.
  */
 int queen_open(const struct queen_options *opt, struct queen **out);
+/* true when queen_open takes path for a PostgreSQL URI, not a file */
+bool queen_path_is_pg(const char *path);
 
 /* queen_close - finalise everything and close; accepts NULL. */
 void queen_close(struct queen *q);

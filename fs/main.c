@@ -156,8 +156,7 @@ db_path(const char *given, char *out, size_t len)
 	int rc;
 
 	/* a PostgreSQL URI goes to the engine as it is */
-	if (given && (!strncmp(given, "postgresql://", 13) ||
-	    !strncmp(given, "postgres://", 11)))
+	if (queen_path_is_pg(given))
 		return snprintf(out, len, "%s", given) < (int)len ? 0 :
 		    -ENAMETOOLONG;
 	if (given)
@@ -238,7 +237,7 @@ shown_path(const char *path, char *buf, size_t cap)
 {
 	const char *u = strstr(path, "://"), *at, *colon, *slash;
 
-	if (!u)
+	if (!queen_path_is_pg(path))
 		return path;
 	u += 3;
 	at = strchr(u, '@');
@@ -284,7 +283,7 @@ open_store(const char *path, enum queen_sync sync, struct queen **q)
 			w--;
 		*w = '\0';
 	}
-	if (rc == -EIO && strstr(path, "://"))
+	if (rc == -EIO && queen_path_is_pg(path))
 		hint = "the PostgreSQL database cannot be reached or used";
 	else if (rc == -EIO)
 		hint = "not a queenfs database, or corrupt";
@@ -359,7 +358,7 @@ main(int argc, char **argv)
 	fs.debug = o.debug;
 	/* /proc/mounts is world-readable: never show a URI (credentials) */
 	if (snprintf(fsname, sizeof(fsname), "fsname=%s,subtype=queenfs",
-	    strstr(db, "://") ? "postgresql" : db) >= (int)sizeof(fsname))
+	    queen_path_is_pg(db) ? "postgresql" : db) >= (int)sizeof(fsname))
 		goto out_args;
 	if (fuse_opt_add_arg(&args, argv[0]) < 0 ||
 	    fuse_opt_add_arg(&args, "-o") < 0 ||

@@ -2416,6 +2416,19 @@ test_memstatus(void)
 	fix_close(&f);
 }
 
+/* which --db is a PostgreSQL URI: the one rule core and the mount share */
+static void
+test_path_is_pg(void)
+{
+	ok(queen_path_is_pg("postgresql://u@h/db") &&
+	    queen_path_is_pg("postgres:///db?host=/run/postgresql"),
+	    "path: both URI schemes are PostgreSQL");
+	ok(!queen_path_is_pg("/tmp/odd://dir/queen.db") &&
+	    !queen_path_is_pg("postgresqlx://h/db") &&
+	    !queen_path_is_pg("queen.db") && !queen_path_is_pg(NULL),
+	    "path: a file whose name holds :// is a file");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -2424,6 +2437,7 @@ main(int argc, char **argv)
 	self = argv[0];
 	plan_lazy();
 	test_memstatus();       /* first: before this file uses SQLite */
+	test_path_is_pg();
 	test_many_partitions();
 	test_young_fold();
 	test_fold_slices();
