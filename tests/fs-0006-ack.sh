@@ -372,4 +372,38 @@ test_expect_success 'each refused ack is in the daemon log with its reason' '
 	grep "ack/other" "$DAEMON_LOG" | grep -q "EINVAL"
 '
 
+# The mount remembers the last 4096 lease ids it handed out, so that an
+# ack through a dead one fails in rename(2) with ESTALE; older ones are
+# forgotten.  4098 pops: the first two fall out, the next stay found.
+test_expect_success 'a dead lease resolves until 4096 newer ones were handed out' '
+	q_init ring &&
+	printf "lease_time = 1\nwait = 1\n" >"$Q/config" &&
+	printf x >"$Q/x0" &&
+	take && L0=${LINE#leased/} && L0=${L0%%/*} &&
+	sleep 1.5 &&
+	test -d "$Q/leased/$L0" &&
+	take && L1=${LINE#leased/} && L1=${L1%%/*} &&
+	mv "$MSG" "$Q/ack/" &&
+	test -d "$Q/leased/$L1" &&
+	python3 - "$Q" 4096 >leases <<-\EOF &&
+	import os, sys
+	q, n = sys.argv[1], int(sys.argv[2])
+	for i in range(n):
+	    with open(os.path.join(q, "r%d" % i), "w") as f:
+	        f.write("r")
+	    with open(os.path.join(q, "next")) as f:
+	        line = f.read().strip()
+	    os.rename(os.path.join(q, line), os.path.join(q, "ack", "r%d" % i))
+	    print(line.split("/")[1])
+	EOF
+	test_line_count = 4096 leases &&
+	test "$(sort -u leases | wc -l)" -eq 4096 &&
+	test_must_fail test -d "$Q/leased/$L0" &&
+	test_must_fail test -d "$Q/leased/$L1" &&
+	for L in $(sed -n "1p;2p;2048p;4095p;4096p" leases); do
+		test -d "$Q/leased/$L" || return 1
+	done &&
+	test_is 4097 "$(committed)" committed
+'
+
 test_done
