@@ -292,6 +292,7 @@ struct store {
 	unsigned syncs;
 	bool fault;             /* opened through the fault hook's VFS */
 	struct ckpt *ck;        /* the checkpointer (read-write stores) */
+	struct rcache *rc;      /* copies of queue, group, partition rows */
 	/*
 	 * Young hashes (pushed, not yet in hashes): new ones go to act and
 	 * the young log; once act holds fold_max, it becomes frz, which
@@ -538,6 +539,7 @@ s_close(struct store *s)
 	ytab_free(&s->frz);
 	hfilt_free(&s->flt);
 	hfilt_free(&s->fnew);
+	rcache_free(s->rc);
 	if (s->walfd >= 0)
 		close(s->walfd);
 	free(s->wal_path);
@@ -623,6 +625,7 @@ s_rollback(struct store *s)
 {
 	if (!sqlite3_get_autocommit(s->db))
 		exec_simple(s, ST_ROLLBACK);
+	rcache_clear(s->rc);
 	s->fold_pend = s->fold_at;
 	s->fold_pend_rows = s->fold_pend_fast = 0;
 	s->dirt++;
@@ -632,6 +635,7 @@ static void
 s_rollback_to(struct store *s)
 {
 	s->dirt++;
+	rcache_clear(s->rc);
 	exec_simple(s, ST_ROLLBACK_TO);
 	exec_simple(s, ST_RELEASE);
 }
@@ -662,6 +666,7 @@ get_queue(struct store *s, sqlite3_stmt *st, struct queue_row *out)
 		return rc < 0 ? rc : -ENOENT;
 	read_queue(st, out);
 	sqlite3_reset(st);
+	rcache_queue_put(s->rc, out);
 	return 0;
 }
 
@@ -670,6 +675,8 @@ s_queue_get(struct store *s, const char *name, struct queue_row *out)
 {
 	sqlite3_stmt *st;
 
+	if (rcache_queue_by_name(s->rc, name, out))
+		return 0;
 	STMT(s, ST_QUEUE_GET, st);
 	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
 	return get_queue(s, st, out);
@@ -680,6 +687,8 @@ s_queue_by_id(struct store *s, int64_t id, struct queue_row *out)
 {
 	sqlite3_stmt *st;
 
+	if (rcache_queue_by_id(s->rc, id, out))
+		return 0;
 	STMT(s, ST_QUEUE_BY_ID, st);
 	sqlite3_bind_int64(st, 1, id);
 	return get_queue(s, st, out);
@@ -719,6 +728,7 @@ s_queue_update(struct store *s, const struct queue_row *r)
 {
 	sqlite3_stmt *st;
 
+	rcache_queue_drop(s->rc, r->id);
 	STMT(s, ST_QUEUE_UPDATE, st);
 	bind_queue(st, r);
 	sqlite3_bind_int64(st, 21, r->id);
@@ -764,6 +774,7 @@ s_queue_delete(struct store *s, int64_t id)
 	/* partitions go with the queue (cascade); their log rows first */
 	if ((rc = s_part_list(s, id, "", drop_part, s)) != 0)
 		return rc;
+	rcache_clear(s->rc);
 	STMT(s, ST_QUEUE_DELETE, st);
 	sqlite3_bind_int64(st, 1, id);
 	return run(s, st);
@@ -832,6 +843,7 @@ get_part(struct store *s, sqlite3_stmt *st, struct part_row *out)
 		return rc < 0 ? rc : -ENOENT;
 	read_part(st, out);
 	sqlite3_reset(st);
+	rcache_part_put(s->rc, out);
 	return 0;
 }
 
@@ -841,6 +853,8 @@ s_part_get(struct store *s, int64_t qid, const char *name,
 {
 	sqlite3_stmt *st;
 
+	if (rcache_part_by_name(s->rc, qid, name, out))
+		return 0;
 	STMT(s, ST_PART_GET, st);
 	sqlite3_bind_int64(st, 1, qid);
 	sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
@@ -852,6 +866,8 @@ s_part_by_id(struct store *s, int64_t id, struct part_row *out)
 {
 	sqlite3_stmt *st;
 
+	if (rcache_part_by_id(s->rc, id, out))
+		return 0;
 	STMT(s, ST_PART_BY_ID, st);
 	sqlite3_bind_int64(st, 1, id);
 	return get_part(s, st, out);
@@ -862,6 +878,8 @@ s_part_by_uuid(struct store *s, const char *uuid, struct part_row *out)
 {
 	sqlite3_stmt *st;
 
+	if (rcache_part_by_uuid(s->rc, uuid, out))
+		return 0;
 	STMT(s, ST_PART_BY_UUID, st);
 	sqlite3_bind_text(st, 1, uuid, -1, SQLITE_STATIC);
 	return get_part(s, st, out);
@@ -893,6 +911,7 @@ static int
 s_part_update(struct store *s, const struct part_row *p)
 {
 	sqlite3_stmt *st;
+	int rc;
 
 	STMT(s, ST_PART_UPDATE, st);
 	sqlite3_bind_int64(st, 1, p->head);
@@ -901,7 +920,9 @@ s_part_update(struct store *s, const struct part_row *p)
 	sqlite3_bind_int64(st, 4, p->last_push_at);
 	sqlite3_bind_int64(st, 5, p->duplicates);
 	sqlite3_bind_int64(st, 6, p->id);
-	return run(s, st);
+	if ((rc = run(s, st)) == 0)
+		rcache_part_counters(s->rc, p);
+	return rc;
 }
 
 /*
@@ -977,6 +998,7 @@ get_group(struct store *s, sqlite3_stmt *st, struct group_row *out)
 		return rc < 0 ? rc : -ENOENT;
 	read_group(st, out);
 	sqlite3_reset(st);
+	rcache_group_put(s->rc, out);
 	return 0;
 }
 
@@ -986,6 +1008,8 @@ s_group_get(struct store *s, int64_t qid, const char *name,
 {
 	sqlite3_stmt *st;
 
+	if (rcache_group_by_name(s->rc, qid, name, out))
+		return 0;
 	STMT(s, ST_GROUP_GET, st);
 	sqlite3_bind_int64(st, 1, qid);
 	sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
@@ -997,6 +1021,8 @@ s_group_by_id(struct store *s, int64_t id, struct group_row *out)
 {
 	sqlite3_stmt *st;
 
+	if (rcache_group_by_id(s->rc, id, out))
+		return 0;
 	STMT(s, ST_GROUP_BY_ID, st);
 	sqlite3_bind_int64(st, 1, id);
 	return get_group(s, st, out);
@@ -1039,6 +1065,7 @@ s_group_update(struct store *s, const struct group_row *g)
 {
 	sqlite3_stmt *st;
 
+	rcache_group_drop(s->rc, g->id);
 	STMT(s, ST_GROUP_UPDATE, st);
 	bind_group(st, g);
 	sqlite3_bind_int64(st, 12, g->id);
@@ -1050,6 +1077,7 @@ s_group_delete(struct store *s, int64_t id)
 {
 	sqlite3_stmt *st;
 
+	rcache_group_drop(s->rc, id);
 	STMT(s, ST_GROUP_DELETE, st);
 	sqlite3_bind_int64(st, 1, id);
 	return run(s, st);
@@ -2214,6 +2242,7 @@ s_hashes(struct store *s, struct queen_hash_stats *out)
 	out->filter_builds = s->fbuilds;
 	out->filter_building = s->fbuild;
 	out->cache_kib = (uint64_t)s->cache_kib;
+	rcache_counts(s->rc, &out->row_hits, &out->row_misses);
 }
 
 static void
@@ -2356,6 +2385,10 @@ db_open(const struct queen_options *opt, struct store **out,
 	s->fold_max = opt->fold_at ? opt->fold_at : FOLD_MAX;
 	s->fmax = opt->filter_max ? opt->filter_max : FILTER_MAX;
 	s->dirt = 1;    /* act starts with what young held: read each row */
+	if (rcache_new(&s->rc) != 0) {
+		free(s);
+		return -ENOMEM;
+	}
 	flags = opt->read_only ? SQLITE_OPEN_READONLY :
 	    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
 	flags |= SQLITE_OPEN_NOMUTEX;

@@ -64,4 +64,37 @@ uint64_t hfilt_cap(const struct hfilt *f);
 size_t hfilt_bytes(const struct hfilt *f);
 void hfilt_free(struct hfilt *f);
 
+/*
+ * rcache.c: copies of queue, group and partition rows, for a store that
+ * is its file's only writer.  Lookups answer false on a miss; db.c fills
+ * a copy after each read from SQLite (counted as a miss), rewrites a partition's
+ * counters when it writes them, drops a copy at any other update or
+ * delete of its row, and clears them all at a rollback or a queue's
+ * delete (which cascades).  An insert needs nothing: an id comes back only
+ * after its row was deleted or rolled back.
+ */
+struct rcache;
+int rcache_new(struct rcache **out);
+void rcache_free(struct rcache *c);
+void rcache_clear(struct rcache *c);
+void rcache_counts(const struct rcache *c, uint64_t *hits, uint64_t *misses);
+bool rcache_queue_by_id(struct rcache *c, int64_t id, struct queue_row *out);
+bool rcache_queue_by_name(struct rcache *c, const char *name,
+    struct queue_row *out);
+void rcache_queue_put(struct rcache *c, const struct queue_row *r);
+void rcache_queue_drop(struct rcache *c, int64_t id);
+bool rcache_group_by_id(struct rcache *c, int64_t id, struct group_row *out);
+bool rcache_group_by_name(struct rcache *c, int64_t qid, const char *name,
+    struct group_row *out);
+void rcache_group_put(struct rcache *c, const struct group_row *r);
+void rcache_group_drop(struct rcache *c, int64_t id);
+bool rcache_part_by_id(struct rcache *c, int64_t id, struct part_row *out);
+bool rcache_part_by_name(struct rcache *c, int64_t qid, const char *name,
+    struct part_row *out);
+bool rcache_part_by_uuid(struct rcache *c, const char *uuid,
+    struct part_row *out);
+void rcache_part_put(struct rcache *c, const struct part_row *r);
+/* head, tail, txns_start, last_push_at and duplicates, if r is held */
+void rcache_part_counters(struct rcache *c, const struct part_row *r);
+
 #endif

@@ -586,8 +586,9 @@ int queen_checkpoint(struct queen *q);
 void queen_checkpoint_counts(struct queen *q, uint64_t *beside,
     uint64_t *in_writer);
 /*
- * queen_hash_stats - the SQLite store's hashes in memory (docs/engine.md);
- * all 0 on PostgreSQL.
+ * queen_hash_stats - what the SQLite store keeps in memory beside SQLite's
+ * page cache: its hashes, their filter and its copies of queue, group and
+ * partition rows (docs/engine.md); all 0 on PostgreSQL.
  */
 struct queen_hash_stats {
 	uint64_t held;          /* hashes of recent pushes waiting for their
@@ -601,6 +602,9 @@ struct queen_hash_stats {
 	uint64_t filter_builds; /* filters built since open */
 	bool filter_building;   /* one is being built: none answers yet */
 	uint64_t cache_kib;     /* the page cache the filter leaves */
+	uint64_t row_hits;      /* queue, group and partition rows read from
+				 * the store's copies since open */
+	uint64_t row_misses;    /* ... and read from SQLite */
 };
 void queen_hash_stats(struct queen *q, struct queen_hash_stats *out);
 

@@ -208,7 +208,8 @@ text_sys_stats(struct queen *q, char **out, size_t *len)
 	    "hashes_held = %llu\nhashes_folded = %llu\n"
 	    "hash_filter_bytes = %llu\nhash_filter_skips = %llu\n"
 	    "hash_filter_builds = %llu\nhash_filter_building = %d\n"
-	    "page_cache_kib = %llu\nnodes = %zu\nlookups = %llu\n",
+	    "page_cache_kib = %llu\nrow_cache_hits = %llu\n"
+	    "row_cache_misses = %llu\nnodes = %zu\nlookups = %llu\n",
 	    (unsigned long long)c.pushes, (unsigned long long)c.acks,
 	    (unsigned long long)c.pops, (unsigned long long)c.commits,
 	    (unsigned long long)c.commit_failures,
@@ -218,7 +219,9 @@ text_sys_stats(struct queen *q, char **out, size_t *len)
 	    (unsigned long long)hs.filter_bytes,
 	    (unsigned long long)hs.filter_skips,
 	    (unsigned long long)hs.filter_builds, hs.filter_building,
-	    (unsigned long long)hs.cache_kib, nodes,
+	    (unsigned long long)hs.cache_kib,
+	    (unsigned long long)hs.row_hits,
+	    (unsigned long long)hs.row_misses, nodes,
 	    (unsigned long long)atomic_load(&fs_lookups));
 	return close_text(f, out, len, rc < 0 ? rc : 0);
 }
@@ -371,6 +374,12 @@ text_metrics(struct queen *q, char **out, size_t *len)
 	    hs.filter_skips);
 	counter(f, "queenfs_hash_filter_builds_total", "counter",
 	    "Hash filters built.", hs.filter_builds);
+	counter(f, "queenfs_row_cache_hits_total", "counter",
+	    "Queue, group and partition rows read from the store's copies.",
+	    hs.row_hits);
+	counter(f, "queenfs_row_cache_misses_total", "counter",
+	    "Queue, group and partition rows read from SQLite.",
+	    hs.row_misses);
 	pthread_mutex_lock(&fs_lock);
 	nodes = fs_nodes;
 	pthread_mutex_unlock(&fs_lock);

@@ -187,6 +187,20 @@ test_expect_success 'a partition dir is not looked up again at every push' '
 	test $((l1 - l0)) -ge 50 && test $((l1 - l0)) -lt 75
 '
 
+# Each push reads its queue and partition rows (at the lookup that asks
+# the dedup window, and at the push): from the store's copies, not SQLite.
+test_expect_success 'pushes read their queue and partition rows from memory' '
+	h0=$(stat_of "$MNT/sys/stats" row_cache_hits) &&
+	m0=$(stat_of "$MNT/sys/stats" row_cache_misses) &&
+	for i in $(seq 0 49); do
+		printf c >"$S/partitions/p$i/c" || return 1
+	done &&
+	h1=$(stat_of "$MNT/sys/stats" row_cache_hits) &&
+	m1=$(stat_of "$MNT/sys/stats" row_cache_misses) &&
+	echo "50 pushes: $((h1 - h0)) rows from memory, $((m1 - m0)) from SQLite" &&
+	test $((h1 - h0)) -ge 100 && test $((m1 - m0)) -lt 5
+'
+
 test_expect_success 'writing over a message of the log never changes what it reads' '
 	sysc create "$Q/partitions/default/m-cp" changed >actual &&
 	echo ok >expect &&

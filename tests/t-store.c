@@ -911,6 +911,96 @@ test_poison_timer(void)
 	fix_close(&f);
 }
 
+static uint64_t
+row_hits(struct queen *q, uint64_t *misses)
+{
+	struct queen_hash_stats hs;
+
+	queen_hash_stats(q, &hs);
+	*misses = hs.row_misses;
+	return hs.row_hits;
+}
+
+/*
+ * The SQLite store's copies of queue, group and partition rows: pushes
+ * read them from memory, and no write, rollback or delete leaves a copy
+ * that SQLite would not answer.
+ */
+static void
+test_row_cache(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "store-rows");
+	struct queen_partition_info pi;
+	struct queen_group_info gi;
+	struct queen_push_item it[2];
+	struct queen_push_result res[2];
+	char big[64];
+	uint64_t h0, m0, h1, m1;
+
+	if (pg_skips(&f, 22, "the row copies are the SQLite store's"))
+		return;
+	/* the first push makes the rows, the second reads them once */
+	push1(q, Q, NULL, "v1", "x");
+	push1(q, Q, NULL, "v2", "x");
+	h0 = row_hits(q, &m0);
+	pushn(q, Q, NULL, "w", 100);
+	h1 = row_hits(q, &m1);
+	ok(h1 - h0 >= 100, "rows: 100 pushes read %llu rows from the copies",
+	    (unsigned long long)(h1 - h0));
+	is_int((int64_t)(m1 - m0), 0, "rows: and none from SQLite");
+
+	/* a partition made and read in a batch, then rolled back */
+	is_int(queen_batch_begin(q), 0, "rows: batch");
+	is_int(push1(q, Q, "np", "n1", "x"), 1, "rows: a new partition");
+	is_int(push1(q, Q, "np", "n2", "x"), 2, "rows: read back in it");
+	queen_batch_rollback(q);
+	is_int(queen_partition_get(q, Q, "np", &pi), -ENOENT,
+	    "rows: a rolled-back partition is gone");
+	is_int(push1(q, Q, "np", "n3", "x"), 1,
+	    "rows: made again, it starts at offset 1");
+
+	/* a call undone inside a batch (its savepoint) takes back the
+	 * counters it wrote: here partition a's, written as the push moved
+	 * on to b, where its item is too large */
+	is_int(push1(q, Q, "a", "a1", "x"), 1, "rows: partition a");
+	cfg(q, Q, NULL, "max_message_bytes", "8");
+	memset(big, 'b', sizeof(big) - 1);
+	big[sizeof(big) - 1] = 0;
+	memset(it, 0, sizeof(it));
+	it[0] = (struct queen_push_item){ .queue = Q, .partition = "a",
+		.txid = "a2", .payload = "x", .len = 1 };
+	it[1] = (struct queen_push_item){ .queue = Q, .partition = "b",
+		.txid = "b1", .payload = big, .len = strlen(big) };
+	is_int(queen_batch_begin(q), 0, "rows: batch again");
+	is_int(queen_push(q, it, 2, false, res), -EFBIG,
+	    "rows: a push to a and b, b's item too large");
+	is_int(push1(q, Q, "a", "a3", "x"), 2,
+	    "rows: the next push to a takes the offset the undone one had");
+	is_int(queen_batch_commit(q), 0, "rows: commit");
+	is_int(tail_of(q, Q, "a"), 2, "rows: a's tail after the batch");
+
+	/* a queue deleted and made again under its name (and perhaps id) */
+	is_int(queen_queue_create(q, "tmp", NULL), 0, "rows: a queue");
+	is_int(cfg(q, "tmp", NULL, "lease_time", "7"), 0, "rows: its config");
+	is_int(cfgget(q, "tmp", NULL, "lease_time"), 7,
+	    "rows: the config is read back");
+	is_int(queen_queue_delete(q, "tmp"), 0, "rows: the queue deleted");
+	is_int(queen_queue_create(q, "tmp", NULL), 0, "rows: and made again");
+	is_int(cfgget(q, "tmp", NULL, "lease_time"), 300,
+	    "rows: with the default config, not the old one's");
+
+	/* a group's config changed twice, then the group deleted */
+	cfg(q, Q, "g", "batch", "5");
+	is_int(cfgget(q, Q, "g", "batch"), 5, "rows: a group's config");
+	cfg(q, Q, "g", "batch", "7");
+	is_int(cfgget(q, Q, "g", "batch"), 7, "rows: changed again");
+	queen_group_delete(q, Q, "g");
+	is_int(queen_group_get(q, Q, "g", &gi), -ENOENT,
+	    "rows: a deleted group is gone");
+	fix_close(&f);
+}
+
 static void
 test_group_commit(void)
 {
@@ -2469,6 +2559,7 @@ main(int argc, char **argv)
 	test_poison_timer();
 	test_timers();
 	test_group_commit();
+	test_row_cache();
 	test_queue_delete();
 	test_dlq_times();
 	return done_testing();
