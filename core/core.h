@@ -396,6 +396,11 @@ int group_resubscribe(struct queen *q, const struct queue_row *qr,
 int collect_msg(void *arg, const struct msg_row *m);
 int batch_read(struct queen *q, const struct part_row *p, int64_t from,
     size_t max, bool payload, int64_t upto_time, struct queen_batch **out);
+/* the newest (or lowest) offset in [from, last] whose id is txid, read off
+ * the messages themselves (for offsets older than their hash rows);
+ * -ENOENT */
+int txid_scan(struct queen *q, int64_t pid, int64_t from, int64_t last,
+    const char *txid, bool newest, int64_t *offset);
 
 /* kv.c, timer.c: the bodies, for callers already inside a transaction */
 int kv_put_locked(struct queen *q, const char *ns, const char *key,

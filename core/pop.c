@@ -358,37 +358,100 @@ queen_lease_list(struct queen *q, const char *queue, const char *group,
 	return q->ops->cursor_list_group(q->st, g.id, llist_one, &l);
 }
 
-int
-queen_lease_read(struct queen *q, const char *lease_id, bool want_payload,
-    struct queen_batch **out)
+/* Read count messages from offset from of the lease's partition, with
+ * the lease's facts. */
+static int
+lease_batch(struct queen *q, const struct cursor_row *c,
+    const struct queen_lease_info *li, int64_t from, size_t count,
+    bool want_payload, struct queen_batch **out)
 {
-	struct queen_lease_info li;
-	struct cursor_row c;
 	struct part_row p;
 	int rc;
 
 	*out = NULL;
-	if ((rc = lease_find(q, lease_id, &c, &li)) != 0)
+	if ((rc = q->ops->part_by_id(q->st, c->partition_id, &p)) != 0)
 		return rc;
-	if ((rc = q->ops->part_by_id(q->st, c.partition_id, &p)) != 0)
-		return rc;
-	rc = batch_read(q, &p, c.committed + 1,
-	    (size_t)(c.batch_end - c.committed), want_payload, INT64_MAX, out);
-	if (rc != 0)
+	if ((rc = batch_read(q, &p, from, count, want_payload, INT64_MAX,
+	    out)) != 0)
 		return rc;
 	if (!*out) {
 		*out = calloc(1, sizeof(**out));
 		if (!*out)
 			return -ENOMEM;
 	}
-	memcpy((*out)->queue, li.queue, sizeof(li.queue));
-	memcpy((*out)->partition, li.partition, sizeof(li.partition));
-	memcpy((*out)->partition_uuid, li.partition_uuid,
-	    sizeof(li.partition_uuid));
-	memcpy((*out)->group, li.group, sizeof(li.group));
-	memcpy((*out)->lease_id, li.lease_id, sizeof(li.lease_id));
-	(*out)->lease_expires_at = li.expires_at;
-	(*out)->retry_count = li.retry_count;
+	memcpy((*out)->queue, li->queue, sizeof(li->queue));
+	memcpy((*out)->partition, li->partition, sizeof(li->partition));
+	memcpy((*out)->partition_uuid, li->partition_uuid,
+	    sizeof(li->partition_uuid));
+	memcpy((*out)->group, li->group, sizeof(li->group));
+	memcpy((*out)->lease_id, li->lease_id, sizeof(li->lease_id));
+	(*out)->lease_expires_at = li->expires_at;
+	(*out)->retry_count = li->retry_count;
+	return 0;
+}
+
+int
+queen_lease_read(struct queen *q, const char *lease_id, bool want_payload,
+    struct queen_batch **out)
+{
+	struct queen_lease_info li;
+	struct cursor_row c;
+	int rc;
+
+	*out = NULL;
+	if ((rc = lease_find(q, lease_id, &c, &li)) != 0)
+		return rc;
+	return lease_batch(q, &c, &li, c.committed + 1,
+	    (size_t)(c.batch_end - c.committed), want_payload, out);
+}
+
+/*
+ * One message of the span, found as an ack finds it (its hash row,
+ * lowest offset first), so that a span of 1000 is not read to show one;
+ * the ids themselves are read only where the hash rows are purged.
+ */
+int
+queen_lease_read_msg(struct queen *q, const char *lease_id,
+    const char *txid, bool want_payload, struct queen_batch **out)
+{
+	struct queen_lease_info li;
+	struct cursor_row c;
+	struct part_row p;
+	struct hash128 h;
+	int64_t lo, off = 0;
+	int rc;
+
+	*out = NULL;
+	if (!txid || !txid[0])
+		return queen_err(q, -EINVAL, "empty transactionId");
+	if ((rc = lease_find(q, lease_id, &c, &li)) != 0)
+		return rc;
+	if ((rc = q->ops->part_by_id(q->st, c.partition_id, &p)) != 0)
+		return rc;
+	lo = c.committed + 1;
+	rc = -ENOENT;
+	if (lo < p.txns_start)
+		rc = txid_scan(q, p.id, lo, p.txns_start - 1 < c.batch_end ?
+		    p.txns_start - 1 : c.batch_end, txid, false, &off);
+	if (rc == -ENOENT) {
+		hash_txid(txid, &h);
+		rc = q->ops->txn_find(q->st, p.id, &h,
+		    lo > p.txns_start ? lo : p.txns_start, c.batch_end, false,
+		    &off, NULL);
+	}
+	if (rc == -ENOENT)
+		return queen_err(q, rc, "no message '%.64s' under lease %s",
+		    txid, lease_id);
+	if (rc != 0)
+		return rc;
+	if ((rc = lease_batch(q, &c, &li, off, 1, want_payload, out)) != 0)
+		return rc;
+	if ((*out)->n != 1 || strcmp((*out)->msgs[0].txid, txid) != 0) {
+		queen_batch_free(*out);
+		*out = NULL;
+		return queen_err(q, -ENOENT, "no message '%.64s' under "
+		    "lease %s", txid, lease_id);
+	}
 	return 0;
 }
 

@@ -408,6 +408,16 @@ int queen_lease_read(struct queen *q, const char *lease_id, bool want_payload,
     struct queen_batch **out);
 
 /*
+ * queen_lease_read_msg - the one unacked message called txid under the
+ * lease (the lowest, if the span holds it twice), as a batch of one with
+ * the lease's facts, found through its hash row rather than by reading
+ * the span.  -ESTALE (as queen_lease_read), -ENOENT not in the span,
+ * -EINVAL empty txid.  Free *out with queen_batch_free.
+ */
+int queen_lease_read_msg(struct queen *q, const char *lease_id,
+    const char *txid, bool want_payload, struct queen_batch **out);
+
+/*
  * queen_lease_renew - extend a live lease to now + seconds (0: the queue's
  * lease_time).  -ESTALE if it is no longer live.
  */

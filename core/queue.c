@@ -521,7 +521,8 @@ queen_msg_read(struct queen *q, const char *queue, const char *partition,
 struct findtx {
 	const char *txid;
 	int64_t last;
-	int64_t found;   /* the newest match, 0: none */
+	bool newest;
+	int64_t found;   /* 0: none */
 };
 
 static int
@@ -531,8 +532,28 @@ findtx_one(void *arg, const struct msg_row *m)
 
 	if (m->offset > f->last)
 		return 1;
-	if (strcmp(m->txid, f->txid) == 0)
-		f->found = m->offset;
+	if (strcmp(m->txid, f->txid) != 0)
+		return 0;
+	f->found = m->offset;
+	return f->newest ? 0 : 1;
+}
+
+int
+txid_scan(struct queen *q, int64_t pid, int64_t from, int64_t last,
+    const char *txid, bool newest, int64_t *offset)
+{
+	struct findtx f = { txid, last, newest, 0 };
+	int rc;
+
+	if (last < from)
+		return -ENOENT;
+	rc = q->ops->msg_scan(q->st, pid, from, (size_t)(last - from + 1),
+	    false, findtx_one, &f);
+	if (rc < 0)
+		return rc;
+	if (!f.found)
+		return -ENOENT;
+	*offset = f.found;
 	return 0;
 }
 
@@ -554,16 +575,10 @@ queen_msg_find(struct queen *q, const char *queue, const char *partition,
 	hash_txid(txid, &h);
 	rc = q->ops->txn_find(q->st, p.id, &h, p.head, p.tail, true, offset,
 	    NULL);
-	if (rc == -ENOENT && p.head < p.txns_start) {
+	if (rc == -ENOENT && p.head < p.txns_start)
 		/* older than its hash row: look at the ids themselves */
-		struct findtx f = { txid, p.txns_start - 1, 0 };
-
-		rc = q->ops->msg_scan(q->st, p.id, p.head,
-		    (size_t)(p.txns_start - p.head), false, findtx_one, &f);
-		rc = rc < 0 ? rc : f.found ? 0 : -ENOENT;
-		if (rc == 0)
-			*offset = f.found;
-	}
+		rc = txid_scan(q, p.id, p.head, p.txns_start - 1, txid, true,
+		    offset);
 	if (rc == -ENOENT)
 		return queen_err(q, rc, "no message '%.64s' in %s/%s", txid,
 		    qr.name, p.name);

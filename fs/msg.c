@@ -100,8 +100,10 @@ msg_info(struct queen *q, struct node *n, bool want_payload,
 	df = (struct dlq_find){ mi, n->part, txid, want_payload, -ENOENT };
 	switch (n->kind) {
 	case K_LEASE_MSG:
-		/* Ask for payloads: the batch's lengths then hold for sure. */
-		if ((rc = queen_lease_read(q, n->lease, true, &mi->b)) < 0)
+		/* Ask for the payload: the batch's length then holds for
+		 * sure.  One message, not the span (up to batch of them). */
+		if ((rc = queen_lease_read_msg(q, n->lease, txid, true,
+		    &mi->b)) < 0)
 			return rc;
 		rc = from_batch(mi, txid, want_payload);
 		break;

@@ -420,6 +420,87 @@ test_lease_get_read_list(void)
 	fix_close(&f);
 }
 
+/* The offset of txid as queen_lease_read_msg finds it; -errno, or -1000
+ * when it answers anything but one message with txid's payload. */
+static int64_t
+lease_msg_at(struct queen *q, const char *lease, const char *txid,
+    const char *payload)
+{
+	struct queen_batch *one = NULL;
+	int64_t off;
+	int rc = queen_lease_read_msg(q, lease, txid, true, &one);
+
+	if (rc != 0)
+		return rc;
+	off = one->n == 1 && strcmp(one->msgs[0].txid, txid) == 0 &&
+	    one->msgs[0].len == strlen(payload) &&
+	    memcmp(one->msgs[0].payload, payload, one->msgs[0].len) == 0 &&
+	    strcmp(one->lease_id, lease) == 0 ? one->msgs[0].offset : -1000;
+	queen_batch_free(one);
+	return off;
+}
+
+/* One message of a lease's unacked span, by its hash row or, where those
+ * are purged, by the ids themselves; never one outside the span. */
+static void
+test_lease_read_msg(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "pop-leasemsg");
+	struct queen_batch *b = NULL;
+	struct queen_ack_result r;
+	char txid[8];
+	int wrong = 0;
+
+	queen_queue_create(q, Q, NULL);
+	is_int(cfg(q, Q, NULL, "dedup_window", "0"), 0, "leasemsg: no dedup");
+	pushn(q, Q, NULL, "m", 6);              /* payload = txid */
+	push1(q, Q, NULL, "m2", "again");       /* offset 7 */
+	push1(q, Q, NULL, "m5", "again");       /* offset 8 */
+	push1(q, Q, NULL, "m9", "m9");          /* offset 9 */
+	if (pop1(q, Q, NULL, NULL, 8, &b) != 0) {
+		ok(0, "leasemsg: pop");
+		fix_close(&f);
+		return;
+	}
+	for (int i = 1; i <= 6; i++) {
+		snprintf(txid, sizeof(txid), "m%d", i);
+		wrong += lease_msg_at(q, b->lease_id, txid, txid) != i;
+	}
+	is_int(wrong, 0, "leasemsg: each of the span at its offset, with its "
+	    "payload and the lease's facts");
+	is_int(lease_msg_at(q, b->lease_id, "m9", "m9"), -ENOENT,
+	    "leasemsg: a message after the span is not under the lease");
+	is_int(lease_msg_at(q, b->lease_id, "nope", ""), -ENOENT,
+	    "leasemsg: an id never pushed");
+	is_int(lease_msg_at(q, b->lease_id, "", ""), -EINVAL,
+	    "leasemsg: an empty id");
+	ack1(q, Q, NULL, NULL, "m3", "completed", b->lease_id, &r);
+	ok(r.success && !r.lease_released, "leasemsg: a partial ack");
+	is_int(lease_msg_at(q, b->lease_id, "m1", "m1"), -ENOENT,
+	    "leasemsg: an acked message is no longer under it");
+	is_int(lease_msg_at(q, b->lease_id, "m2", "again"), 7,
+	    "leasemsg: an id twice in the log: the one still in the span");
+	is_int(lease_msg_at(q, b->lease_id, "m4", "m4"), 4,
+	    "leasemsg: the rest still at their offsets");
+	cfg(q, Q, NULL, "hash_retention", "60");
+	f.now += 61 * SEC;
+	ok(maintain_all(q) > 0, "leasemsg: the hash rows purged");
+	is_int(lease_msg_at(q, b->lease_id, "m4", "m4"), 4,
+	    "leasemsg: without its hash row, found by its id");
+	is_int(lease_msg_at(q, b->lease_id, "m5", "m5"), 5,
+	    "leasemsg: ... the lowest in the span");
+	is_int(lease_msg_at(q, b->lease_id, "m2", "again"), 7,
+	    "leasemsg: ... and not one below it");
+	is_int(lease_msg_at(q, b->lease_id, "m9", "m9"), -ENOENT,
+	    "leasemsg: ... and none after it");
+	f.now += 300 * SEC;
+	is_int(lease_msg_at(q, b->lease_id, "m5", "m5"), -ESTALE,
+	    "leasemsg: an expired lease is -ESTALE");
+	queen_batch_free(b);
+	fix_close(&f);
+}
+
 int
 main(void)
 {
@@ -431,5 +512,6 @@ main(void)
 	test_auto_ack();
 	test_expiry_and_renew();
 	test_lease_get_read_list();
+	test_lease_read_msg();
 	return done_testing();
 }
