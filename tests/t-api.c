@@ -1302,6 +1302,76 @@ test_json_payloads(void)
 }
 
 /*
+ * The answers' strings are scanned eight bytes at a time (jsonw.c): a
+ * byte that needs care at any place in a word, or across two, is still
+ * found.  Each kind (a bare quote, an escape, a control byte, UTF-8, a
+ * byte that is not UTF-8) at each of the first 20 places of a payload and
+ * of a transactionId: the payload travels as JSON exactly when jansson
+ * takes it, the id comes back as jansson reads what it should be.
+ */
+static void
+test_json_words(void)
+{
+	static const char *const kinds[] = { "\"", "\\n", "\x01", "\xc3\xa9",
+		"\xff" };
+	static const char *const want_id[] = { "\"", "\\n", "\x01", "\xc3\xa9",
+		"\xef\xbf\xbd" };
+	const size_t nk = sizeof(kinds) / sizeof(kinds[0]), np = 20;
+	struct fix f;
+	struct queen *q = fix_open(&f, "api-jsonwords");
+	int wrong_enc = 0, wrong_val = 0, wrong_id = 0, rc;
+	json_t *a, *msgs;
+	size_t k, i, n = 0;
+
+	for (k = 0; k < nk; k++) {
+		for (i = 0; i < np; i++) {
+			char pay[64], id[64];
+
+			snprintf(pay, sizeof(pay), "\"%.*s%s%.*s\"", (int)i,
+			    "aaaaaaaaaaaaaaaaaaaaaaaa", kinds[k], 23 - (int)i,
+			    "bbbbbbbbbbbbbbbbbbbbbbbb");
+			snprintf(id, sizeof(id), "%.*s%s%.*s", (int)i,
+			    "cccccccccccccccccccccccc", kinds[k], 23 - (int)i,
+			    "dddddddddddddddddddddddd");
+			push1(q, Q, "w", id, pay);
+		}
+	}
+	a = api(q, "pop", "{\"queue\":\"" Q "\",\"partition\":\"w\","
+	    "\"batch\":200}", &rc);
+	msgs = json_object_get(a, "messages");
+	is_int((int64_t)json_array_size(msgs), (int64_t)(nk * np),
+	    "words: the answer parses, all there");
+	for (k = 0; k < nk; k++) {
+		for (i = 0; i < np && n < json_array_size(msgs); i++, n++) {
+			json_t *m = json_array_get(msgs, n), *ref;
+			json_error_t e;
+			char pay[64], id[64];
+			bool is_json;
+
+			snprintf(pay, sizeof(pay), "\"%.*s%s%.*s\"", (int)i,
+			    "aaaaaaaaaaaaaaaaaaaaaaaa", kinds[k], 23 - (int)i,
+			    "bbbbbbbbbbbbbbbbbbbbbbbb");
+			snprintf(id, sizeof(id), "%.*s%s%.*s", (int)i,
+			    "cccccccccccccccccccccccc", want_id[k],
+			    23 - (int)i, "dddddddddddddddddddddddd");
+			ref = json_loadb(pay, strlen(pay), JSON_DECODE_ANY, &e);
+			is_json = strcmp(jstr(m, "encoding"), "json") == 0;
+			wrong_enc += is_json != (ref != NULL);
+			wrong_val += ref && !json_equal(ref,
+			    json_object_get(m, "payload"));
+			wrong_id += strcmp(jstr(m, "transactionId"), id) != 0;
+			json_decref(ref);
+		}
+	}
+	is_int(wrong_enc, 0, "words: json or base64 as jansson says, "
+	    "whatever the place");
+	is_int(wrong_val, 0, "words: a JSON payload keeps its value");
+	is_int(wrong_id, 0, "words: every transactionId written right");
+	json_decref(a);
+	fix_close(&f);
+}
+
+/*
  * api/push writes its results as text (jsonw.c), a transaction builds them
  * with jansson: two writers of one wire shape.  The same push through
  * each answers the same members with the same values, but for the
@@ -1589,6 +1659,7 @@ main(void)
 	plan_lazy();
 	test_escapes();
 	test_json_payloads();
+	test_json_words();
 	test_push_shapes();
 	test_push_fast();
 	test_ack();
