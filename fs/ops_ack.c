@@ -20,11 +20,13 @@ struct ack_job {
 	struct job j;
 	struct node *srcdir;
 	fuse_ino_t sink;        /* where the name went */
+	fuse_ino_t leased;      /* a leased file's: leased/ (else 0) */
 	char *name;             /* the source's name (and the target's) */
 	char *what;             /* "from -> to", for the log */
 	const char *status;
 	char *queue, *part, *group, *lease;
 	bool whole;             /* leased/L -> ack/L */
+	bool released;          /* the ack ended the lease */
 };
 
 static bool
@@ -91,6 +93,7 @@ ack_run(struct job *j, struct queen *q)
 		j->rc = 0;
 		if (aj->lease)
 			lease_acked(aj->lease, aj->whole ? NULL : name);
+		aj->released = res.lease_released;
 		engine_count_ack();
 		j->notify = strdup(aj->queue);
 	}
@@ -114,6 +117,10 @@ ack_reply(struct job *j)
 		node_unhash(aj->srcdir, aj->name);
 		/* the kernel moved the entry into the sink: let it go */
 		inval_later(aj->sink, aj->name);
+		/* and a lease that ended takes with it the names of its other
+		 * files a reader looked up (a batch of 1000 kept 1000 nodes) */
+		if (aj->released && aj->leased)
+			inval_later(aj->leased, aj->lease);
 	}
 	reply_rc(j);
 	free(aj->name);
@@ -157,6 +164,7 @@ ack_rename(fuse_req_t req, struct node *p, const char *name,
 	aj->j.write = true;
 	aj->srcdir = p;
 	aj->sink = np->ino;
+	aj->leased = p->kind == K_LEASE && p->parent ? p->parent->ino : 0;
 	aj->status = np->status;
 	aj->whole = p->kind == K_LEASED;
 	aj->name = strdup(name);

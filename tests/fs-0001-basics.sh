@@ -173,6 +173,28 @@ for i in range(21000):
 	grep -q "^queenfs_nodes [0-9]" "$MNT/sys/metrics"
 '
 
+# A reader of a batch looks up each of its files; once an ack ends the
+# lease, the lease's directory goes back to the kernel with them all.
+test_expect_success PYTHON 'past 20,000 names, a lease that ended takes its files with it' '
+	echo "batch = 2000" >"$MNT/queues/many/config" &&
+	n0=$(stat_of "$MNT/sys/stats" nodes) &&
+	python3 -c "
+import os, sys
+q = sys.argv[1]
+with open(q + \"/next\") as f:
+    lines = f.read().split()
+assert len(lines) == 2000, len(lines)
+for line in lines:
+    os.stat(q + \"/\" + line)
+last = lines[-1]
+os.rename(q + \"/\" + last, q + \"/ack/\" + last.split(\"/\")[-1])
+" "$MNT/queues/many" &&
+	n1=$(stat_of "$MNT/sys/stats" nodes) &&
+	echo "nodes: $n0 before, $n1 after the batch" &&
+	test $n1 -ge $((n0 + 1500)) &&
+	wait_until 20 "test \$(stat_of \"$MNT/sys/stats\" nodes) -lt $((n0 + 500))"
+'
+
 test_expect_success 'data survives a remount' '
 	remount &&
 	cat "$MNT/queues/jobs/partitions/default/m1" >actual &&
