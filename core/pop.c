@@ -358,20 +358,17 @@ queen_lease_list(struct queen *q, const char *queue, const char *group,
 	return q->ops->cursor_list_group(q->st, g.id, llist_one, &l);
 }
 
-/* Read count messages from offset from of the lease's partition, with
+/* Read count messages from offset from of the lease's partition p, with
  * the lease's facts. */
 static int
-lease_batch(struct queen *q, const struct cursor_row *c,
+lease_batch(struct queen *q, const struct part_row *p,
     const struct queen_lease_info *li, int64_t from, size_t count,
     bool want_payload, struct queen_batch **out)
 {
-	struct part_row p;
 	int rc;
 
 	*out = NULL;
-	if ((rc = q->ops->part_by_id(q->st, c->partition_id, &p)) != 0)
-		return rc;
-	if ((rc = batch_read(q, &p, from, count, want_payload, INT64_MAX,
+	if ((rc = batch_read(q, p, from, count, want_payload, INT64_MAX,
 	    out)) != 0)
 		return rc;
 	if (!*out) {
@@ -396,12 +393,15 @@ queen_lease_read(struct queen *q, const char *lease_id, bool want_payload,
 {
 	struct queen_lease_info li;
 	struct cursor_row c;
+	struct part_row p;
 	int rc;
 
 	*out = NULL;
 	if ((rc = lease_find(q, lease_id, &c, &li)) != 0)
 		return rc;
-	return lease_batch(q, &c, &li, c.committed + 1,
+	if ((rc = q->ops->part_by_id(q->st, c.partition_id, &p)) != 0)
+		return rc;
+	return lease_batch(q, &p, &li, c.committed + 1,
 	    (size_t)(c.batch_end - c.committed), want_payload, out);
 }
 
@@ -439,20 +439,18 @@ queen_lease_read_msg(struct queen *q, const char *lease_id,
 		    lo > p.txns_start ? lo : p.txns_start, c.batch_end, false,
 		    &off, NULL);
 	}
+	if (rc == 0)
+		rc = lease_batch(q, &p, &li, off, 1, want_payload, out);
+	if (rc == 0 && ((*out)->n != 1 ||
+	    strcmp((*out)->msgs[0].txid, txid) != 0)) {
+		queen_batch_free(*out);
+		*out = NULL;
+		rc = -ENOENT;
+	}
 	if (rc == -ENOENT)
 		return queen_err(q, rc, "no message '%.64s' under lease %s",
 		    txid, lease_id);
-	if (rc != 0)
-		return rc;
-	if ((rc = lease_batch(q, &c, &li, off, 1, want_payload, out)) != 0)
-		return rc;
-	if ((*out)->n != 1 || strcmp((*out)->msgs[0].txid, txid) != 0) {
-		queen_batch_free(*out);
-		*out = NULL;
-		return queen_err(q, -ENOENT, "no message '%.64s' under "
-		    "lease %s", txid, lease_id);
-	}
-	return 0;
+	return rc;
 }
 
 int
