@@ -449,7 +449,7 @@ test_lease_read_msg(void)
 	struct queen *q = fix_open(&f, "pop-leasemsg");
 	struct queen_batch *b = NULL;
 	struct queen_ack_result r;
-	char txid[8];
+	char txid[16];
 	int wrong = 0;
 
 	queen_queue_create(q, Q, NULL);
