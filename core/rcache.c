@@ -281,14 +281,15 @@ void
 rcache_part_put(struct rcache *c, const struct part_row *r)
 {
 	struct pent *e = &c->p[(uint64_t)r->id % PSLOTS];
+	size_t len = strlen(r->name);
 
 	c->misses++;
-	if (strlen(r->name) >= PNAME)
+	if (len >= PNAME)
 		return;
 	e->gen = c->gen;
 	e->id = r->id;
 	e->queue_id = r->queue_id;
-	memcpy(e->name, r->name, strlen(r->name) + 1);
+	memcpy(e->name, r->name, len + 1);
 	memcpy(e->uuid, r->uuid, sizeof(e->uuid));
 	e->head = r->head;
 	e->tail = r->tail;
