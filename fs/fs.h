@@ -226,6 +226,19 @@ struct node *node_owner_of(struct node *n);
 void node_inval_heirs(struct node *o);
 bool node_staging_name(const char *name);
 
+/* cred.c: the caller's credentials, checked as the kernel would */
+#define CRED_GROUPS 64
+struct cred {
+	uid_t uid;
+	gid_t gid;
+	gid_t groups[CRED_GROUPS];
+	int ngroups;
+};
+void cred_of(fuse_req_t req, struct cred *c);
+bool cred_may(const struct cred *c, uid_t uid, gid_t gid, mode_t mode,
+    int want);
+bool cred_may_node(const struct cred *c, struct node *n, int want);
+
 /* inval.c */
 extern size_t fs_nodes;
 int inval_start(void);
@@ -254,8 +267,10 @@ int64_t fs_now(void);
 int text_readme(char **out, size_t *len);
 int text_config(struct queen *q, struct node *n, char **out, size_t *len);
 int text_stats(struct queen *q, struct node *n, char **out, size_t *len);
-int text_sys_stats(struct queen *q, char **out, size_t *len);
-int text_metrics(struct queen *q, char **out, size_t *len);
+int text_sys_stats(struct queen *q, const struct cred *c, char **out,
+    size_t *len);
+int text_metrics(struct queen *q, const struct cred *c, char **out,
+    size_t *len);
 int text_health(struct queen *q, char **out, size_t *len);
 
 /* ops_*.c: the handlers */

@@ -38,6 +38,7 @@ fs_log(const char *fmt, ...)
 struct opts {
 	const char *db, *mountpoint, *sync;
 	bool foreground, debug;
+	int added_dp;   /* allow_other came without default_permissions */
 	char fuse_o[4096];
 };
 
@@ -52,7 +53,11 @@ usage(FILE *f)
 	    "  --sync full|normal|off\n"
 	    "  -o OPT[,OPT...]    FUSE mount options (allow_other, "
 	    "default_permissions, ...),\n"
-	    "                     and db=PATH, sync=MODE as in /etc/fstab\n"
+	    "                     and db=PATH, sync=MODE as in /etc/fstab;\n"
+	    "                     allow_other always comes with "
+	    "default_permissions\n"
+	    "                     (added if missing: the modes shown are "
+	    "enforced)\n"
 	    "  -V, --version      print the version\n", f);
 }
 
@@ -82,6 +87,37 @@ add_o(struct opts *o, char *list)
 		}
 	}
 	return 0;
+}
+
+static bool
+has_o(const char *list, const char *opt)
+{
+	size_t n = strlen(opt);
+
+	for (const char *p = list; *p; p += strcspn(p, ","), p += *p == ',')
+		if (strncmp(p, opt, n) == 0 && (p[n] == ',' || p[n] == '\0'))
+			return true;
+	return false;
+}
+
+/*
+ * Under allow_other the modes the mount shows must hold, and only the
+ * kernel can check most of them (open, create, rename, unlink, xattrs):
+ * without default_permissions it checks none.  Add it rather than mount
+ * a tree whose modes lie.
+ */
+static int
+enforce_modes(struct opts *o)
+{
+	size_t at = strlen(o->fuse_o);
+
+	if (!has_o(o->fuse_o, "allow_other") ||
+	    has_o(o->fuse_o, "default_permissions"))
+		return 0;
+	if (at + sizeof(",default_permissions") > sizeof(o->fuse_o))
+		return -1;
+	strcat(o->fuse_o, ",default_permissions");
+	return 1;
 }
 
 static int
@@ -128,6 +164,8 @@ parse_args(int argc, char **argv, struct opts *o)
 		return -1;
 	}
 	o->mountpoint = pos[npos - 1];
+	if ((o->added_dp = enforce_modes(o)) < 0)
+		return -1;
 	return 0;
 }
 
@@ -380,6 +418,10 @@ main(int argc, char **argv)
 		openlog("queenfs", LOG_PID, LOG_DAEMON);
 		use_syslog = true;
 	}
+	if (o.added_dp)
+		fs_log("allow_other without default_permissions: added "
+		    "default_permissions, so that the kernel enforces the "
+		    "modes the mount shows");
 	if (open_store(db, sync, &q) < 0)
 		goto out_unmount;
 	if ((rc = engine_start(q)) < 0) {

@@ -313,6 +313,7 @@ op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 	    FUSE_SET_ATTR_GID;
 	int time_bits = FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW |
 	    FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_ATIME_NOW;
+	int mtime_bits = FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW;
 	bool retime = false;
 	struct pending *pe;
 	int rc;
@@ -326,6 +327,15 @@ op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 	if ((pe = n->pend) != NULL)
 		pe->refs++;
 	pthread_mutex_unlock(&fs_lock);
+	if ((to_set & FUSE_SET_ATTR_SIZE) && n->kind == K_LEASE_MSG) {
+		char path[512];
+		node_path(n, path, sizeof(path));
+		fs_log("truncate %s: a leased message's payload cannot change "
+		    "(EPERM)", path);
+		pend_put(pe);
+		fuse_reply_err(req, EPERM);
+		return;
+	}
 	if ((to_set & FUSE_SET_ATTR_SIZE) && pe) {
 		if ((rc = pend_truncate(pe, attr->st_size, fs_now())) < 0) {
 			pend_put(pe);
@@ -358,8 +368,12 @@ op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		aj->own = own;
 		aj->keep_own = true;
 	} else if ((n->kind == K_LEASE || n->kind == K_LEASE_MSG ||
-	    n->kind == K_TIMER || retime) && (to_set & time_bits)) {
-		/* touch on a lease renews it; on a timer, reschedules it */
+	    n->kind == K_TIMER || retime) && (to_set & mtime_bits)) {
+		/*
+		 * touch on a lease renews it; on a timer, reschedules it.
+		 * An atime alone (tar --atime-preserve, a backup putting
+		 * back what it read) changes neither.
+		 */
 		if (!(aj = admin_new(req, setattr_run, attr_reply, NULL, NULL)))
 			return;
 		aj->mtime = (to_set & FUSE_SET_ATTR_MTIME_NOW) ||

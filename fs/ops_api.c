@@ -4,8 +4,9 @@
  * its first byte whatever the file position the writes left (reads keep
  * their own position).  The request runs at the first read, or at close
  * when nothing was read: then close() fails with EIO if the call as a
- * whole failed.  The JSON itself is core's (queen_api); this file only
- * gathers bytes and hands them over.
+ * whole failed.  A descriptor opened read-only reads as empty and runs
+ * nothing (tree walkers read every file).  The JSON itself is core's
+ * (queen_api); this file only gathers bytes and hands them over.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -140,6 +141,12 @@ api_read(fuse_req_t req, struct handle *h, size_t size, off_t off)
 {
 	int state;
 
+	if (!h->writable) {
+		/* opened only to read (a copy, a grep): no request, no call */
+		fuse_reply_buf(req, NULL, 0);
+		handle_put(h);
+		return;
+	}
 	pthread_mutex_lock(&fs_lock);
 	state = h->api_state;
 	if (state == API_IDLE)

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "fs.h"
 
@@ -15,6 +16,7 @@ struct open_job {
 	struct job j;
 	struct handle *h;
 	struct fuse_file_info fi;
+	struct cred c;      /* generated text shows what its reader may see */
 };
 
 static void
@@ -35,10 +37,10 @@ open_run(struct job *j, struct queen *q)
 		j->rc = h->text ? 0 : -ENOMEM;
 		break;
 	case K_SYS_STATS:
-		j->rc = text_sys_stats(q, &h->text, &h->len);
+		j->rc = text_sys_stats(q, &oj->c, &h->text, &h->len);
 		break;
 	case K_SYS_METRICS:
-		j->rc = text_metrics(q, &h->text, &h->len);
+		j->rc = text_metrics(q, &oj->c, &h->text, &h->len);
 		break;
 	case K_SYS_HEALTH:
 		j->rc = text_health(q, &h->text, &h->len);
@@ -114,6 +116,41 @@ open_pending(struct node *n, struct handle *h, int flags)
 	return 0;
 }
 
+static void
+log_refused(struct node *n, const char *why)
+{
+	char path[512];
+
+	node_path(n, path, sizeof(path));
+	fs_log("open %s: %s", path, why);
+}
+
+/*
+ * A read of next takes a lease, and with auto_ack commits the group's
+ * cursor: it changes the queue, so it needs what a write there needs.
+ * The check is on the directory that holds next (the queue's, or the
+ * group's, which inherits the queue's owner until given its own); a
+ * group that does not exist yet is made by this pop only for those.
+ */
+static int
+may_pop(fuse_req_t req, struct node *n)
+{
+	struct cred c;
+	struct stat st;
+	char path[512];
+
+	cred_of(req, &c);
+	node_attr(n->parent, &st);
+	if (cred_may(&c, st.st_uid, st.st_gid, st.st_mode, 2))
+		return 0;
+	node_path(n, path, sizeof(path));
+	fs_log("open %s: uid %u may not write %s (%u:%u %03o), and a pop "
+	    "changes it (EACCES)", path, (unsigned)c.uid,
+	    n->group ? "the group" : "the queue", (unsigned)st.st_uid,
+	    (unsigned)st.st_gid, (unsigned)(st.st_mode & 07777));
+	return -EACCES;
+}
+
 void
 op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
@@ -136,12 +173,19 @@ op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	case K_NEXT:
 		fi->nonseekable = 1;
 		h->nonblock = (fi->flags & O_NONBLOCK) != 0;
-		rc = wr ? -EACCES : 0;
+		rc = wr ? -EACCES : may_pop(req, n);
 		rd = false;
 		break;
 	case K_SEEK:
-		rc = rd ? -EACCES : 0;
-		h->writable = true;
+		h->writable = wr;
+		rd = false;  /* reads as empty: nothing to render */
+		break;
+	case K_LEASE_MSG:
+		if (wr) {
+			rc = -EPERM;
+			log_refused(n, "a leased message's payload cannot "
+			    "change (EPERM)");
+		}
 		break;
 	case K_CONFIG:
 		h->writable = wr;
@@ -196,6 +240,7 @@ op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	oj->h = h;
 	oj->fi = *fi;
+	cred_of(req, &oj->c);
 	engine_submit(&oj->j);
 }
 
