@@ -200,8 +200,12 @@ fuzz: deps
 	    $(CORE_LIBS)
 	build/fuzz/fuzz-ctl -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
 	    tests/fuzz/corpus/config tests/fuzz/corpus/seek
+	$(FUZZ_CC) -o build/fuzz/fuzz-numbers tests/fuzz/fuzz-numbers.c \
+	    fs/ctl.c core/*.c $(CORE_LIBS)
 	build/fuzz/fuzz-api -max_total_time=$(FUZZ_SECONDS) -max_len=8192 \
 	    tests/fuzz/corpus/api
+	build/fuzz/fuzz-numbers -max_total_time=$(FUZZ_SECONDS) -max_len=256 \
+	    tests/fuzz/corpus/numbers
 
 # Benchmarks: queenfs beside nullfs, the engine alone, beanstalkd, Redis
 # and dirq, in one run (tests/bench/run.sh; BENCH_SECONDS, BENCH_REPS).
