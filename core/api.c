@@ -545,8 +545,9 @@ do_pop(struct apictx *a, json_t *req, int *rc)
 	    (*rc = opt_int(a, req, "batch", &batch)) != 0 ||
 	    (*rc = opt_int(a, req, "wait", &wait)) != 0)
 		return NULL;
-	if (wait < 0) {
-		*rc = bad(a, "%s", "'wait' is a number of seconds, 0 or more");
+	if (wait < 0 || wait > QUEEN_WAIT_MAX) {
+		*rc = bad(a, "'wait' is a number of seconds, 0 to %d",
+		    QUEEN_WAIT_MAX);
 		return NULL;
 	}
 	if (!pr.queue) {
@@ -569,8 +570,7 @@ do_pop(struct apictx *a, json_t *req, int *rc)
 	if (*rc == -EAGAIN && wait > 0 && a->wait) {
 		/* the caller waits (core never does) and asks again */
 		a->would_wait = true;
-		a->wait->wait_ms = wait > INT64_MAX / 1000 ? INT64_MAX :
-		    wait * 1000;
+		a->wait->wait_ms = wait * 1000;
 		snprintf(a->wait->queue, sizeof(a->wait->queue), "%s",
 		    pr.queue);
 		snprintf(a->wait->group, sizeof(a->wait->group), "%s",
@@ -712,8 +712,9 @@ do_renew(struct apictx *a, json_t *req, int *rc)
 	if ((*rc = opt_str(a, req, "leaseId", &lease)) != 0 ||
 	    (*rc = opt_int(a, req, "seconds", &secs)) != 0)
 		return NULL;
-	if (!lease || secs < 0) {
-		*rc = bad(a, "%s", "renew needs a leaseId and seconds >= 0");
+	if (!lease || secs < 0 || secs > QUEEN_SECONDS_MAX) {
+		*rc = bad(a, "renew needs a leaseId and seconds from 0 to "
+		    "%lld (100 years)", QUEEN_SECONDS_MAX);
 		return NULL;
 	}
 	*rc = queen_lease_renew(a->q, lease, secs, &exp);

@@ -5,6 +5,7 @@
  * and lease look-ups.  Pop never waits; an empty answer is -EAGAIN.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -463,8 +464,9 @@ queen_lease_renew(struct queen *q, const char *lease_id, int64_t seconds,
 	struct queue_row qr;
 	int rc;
 
-	if (seconds < 0)
-		return queen_err(q, -EINVAL, "renew: negative seconds");
+	if (seconds < 0 || seconds > QUEEN_SECONDS_MAX)
+		return queen_err(q, -EINVAL, "renew: %" PRId64 " seconds is "
+		    "outside 0..%lld (100 years)", seconds, QUEEN_SECONDS_MAX);
 	if ((rc = tx_begin(q)) != 0)
 		return rc;
 	if ((rc = lease_find(q, lease_id, &c, NULL)) != 0)

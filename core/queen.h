@@ -26,6 +26,17 @@
 #define QUEEN_QUEUE_MODE "__QUEUE_MODE__"
 #define QUEEN_DEFAULT_PARTITION "default"
 
+/*
+ * Number limits every entry point checks (a number past them is refused
+ * with -EINVAL, never wrapped or clamped): the latest time the store takes
+ * (9999-12-31T23:59:59.999Z, the end of RFC 3339), the longest lease a
+ * renew may ask for (100 years, the config's lease_time maximum) and the
+ * longest wait a pop may ask for (a day, the config's wait maximum).
+ */
+#define QUEEN_TIME_MAX_MS 253402300799999LL
+#define QUEEN_SECONDS_MAX (100LL * 365 * 86400)
+#define QUEEN_WAIT_MAX 86400
+
 struct queen;
 
 typedef int64_t (*queen_clock_fn)(void *arg);
@@ -419,7 +430,8 @@ int queen_lease_read_msg(struct queen *q, const char *lease_id,
 
 /*
  * queen_lease_renew - extend a live lease to now + seconds (0: the queue's
- * lease_time).  -ESTALE if it is no longer live.
+ * lease_time).  -ESTALE if it is no longer live; -EINVAL for seconds < 0
+ * or > QUEEN_SECONDS_MAX (the lease is left as it was).
  */
 int queen_lease_renew(struct queen *q, const char *lease_id, int64_t seconds,
     int64_t *expires_at);
@@ -634,14 +646,15 @@ int queen_kv_get(struct queen *q, const char *ns, const char *key,
 
 /*
  * queen_kv_put - store value; ttl_ms 0 keeps the namespace default (none);
- * if_absent: -EEXIST when a live value is there.
+ * if_absent: -EEXIST when a live value is there; -EINVAL for a ttl_ms < 0
+ * or over QUEEN_SECONDS_MAX seconds.
  */
 int queen_kv_put(struct queen *q, const char *ns, const char *key,
     const void *data, size_t len, int64_t ttl_ms, bool if_absent);
 
 int queen_kv_delete(struct queen *q, const char *ns, const char *key);
 
-/* Set only the expiry (ttl_ms 0 = never).  -ENOENT. */
+/* Set only the expiry (ttl_ms 0 = never).  -ENOENT; -EINVAL as kv_put. */
 int queen_kv_set_ttl(struct queen *q, const char *ns, const char *key,
     int64_t ttl_ms);
 
@@ -693,8 +706,10 @@ struct queen_timer_info {
 
 /*
  * queen_timer_schedule - upsert the timer (queue, key): fire at due_at
- * (0: now + the queue's timer_delay) by pushing payload into partition
- * (NULL: "default").
+ * (ms since the epoch; 0: now + the queue's timer_delay) by pushing payload
+ * into partition (NULL: "default").  A due_at in the past fires at the next
+ * maintenance pass.  -EINVAL for due_at < 0 or > QUEEN_TIME_MAX_MS (nothing
+ * is changed), -EFBIG for a payload over max_message_bytes.
  */
 int queen_timer_schedule(struct queen *q, const char *queue, const char *key,
     const char *partition, int64_t due_at, const void *payload, size_t len);

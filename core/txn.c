@@ -113,9 +113,10 @@ validate(const struct queen_txn *t, struct queen_txn_result *r,
 		if (!queen_name_valid(o->key))
 			return refuse(r, QUEEN_TXN_BAD_REQUEST, (int)i,
 			    "invalid KV key '%.64s'", o->key);
-		if (o->ttl_ms < 0)
-			return refuse(r, QUEEN_TXN_BAD_REQUEST, (int)i, "%s",
-			    "negative ttl");
+		if (o->ttl_ms < 0 || o->ttl_ms > QUEEN_SECONDS_MAX * 1000)
+			return refuse(r, QUEEN_TXN_BAD_REQUEST, (int)i,
+			    "ttl outside 0..%lld s (100 years)",
+			    QUEEN_SECONDS_MAX);
 		keys++;
 		if (!is_write(o->type))
 			continue;
@@ -215,15 +216,23 @@ kv_write(struct queen *q, struct txn_res *tr, const struct queen_kv_op *o,
 		char *end;
 
 		if (cur) {
+			errno = 0;
 			v = strtoll((const char *)cur->data, &end, 10);
-			if (cur->len == 0 || *end != '\0') {
+			if (cur->len == 0 || *end != '\0' || errno) {
 				free(cur);
 				return refuse(r, QUEEN_TXN_BAD_REQUEST, index,
 				    "incr of '%.64s': the value is not an "
 				    "integer", o->key);
 			}
 		}
-		v = clamp_add(v, o->by);
+		if ((o->by > 0 && v > INT64_MAX - o->by) ||
+		    (o->by < 0 && v < INT64_MIN - o->by)) {
+			free(cur);
+			return refuse(r, QUEEN_TXN_BAD_REQUEST, index,
+			    "incr of '%.64s' by %" PRId64 " overflows a 64-bit "
+			    "integer", o->key, o->by);
+		}
+		v += o->by;
 		snprintf(num, sizeof(num), "%" PRId64, v);
 		kr->number = v;
 		rc = q->ops->kv_put(q->st, o->ns, o->key, num, strlen(num),

@@ -303,6 +303,39 @@ owner_change(fuse_req_t req, struct node *n, struct stat *attr, int to_set,
 	return 0;
 }
 
+/*
+ * The mtime a touch asks for, in ms.  Only timers and leases take a time
+ * (a timer's mtime is its due time; a lease's touch renews it whatever the
+ * date): a date after QUEEN_TIME_MAX_MS is -EINVAL there, and one at or
+ * before 1970 is due in the past (1 ms: the timer fires at once).
+ */
+static int
+set_time(struct node *n, bool timed, const struct stat *attr, int to_set,
+    int64_t *ms)
+{
+	const struct timespec *t = &attr->st_mtim;
+	char path[512];
+
+	if ((to_set & FUSE_SET_ATTR_MTIME_NOW) ||
+	    !(to_set & FUSE_SET_ATTR_MTIME)) {
+		*ms = fs_now();
+		return 0;
+	}
+	if (t->tv_sec > QUEEN_TIME_MAX_MS / 1000) {
+		if (!timed)
+			return 0;  /* ignored, as any other node's times */
+		node_path(n, path, sizeof(path));
+		fs_log("setattr %s: mtime %lld s is after 9999-12-31 (%s)",
+		    path, (long long)t->tv_sec, errname(-EINVAL));
+		return -EINVAL;
+	}
+	*ms = t->tv_sec < 0 ? 1 : (int64_t)t->tv_sec * 1000 +
+	    t->tv_nsec / 1000000;
+	if (*ms <= 0)
+		*ms = 1;
+	return 0;
+}
+
 void
 op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
     struct fuse_file_info *fi)
@@ -311,10 +344,11 @@ op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 	struct admin_job *aj;
 	int own_bits = FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID |
 	    FUSE_SET_ATTR_GID;
-	int time_bits = FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW |
-	    FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_ATIME_NOW;
 	int mtime_bits = FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW;
-	bool retime = false;
+	int time_bits = mtime_bits | FUSE_SET_ATTR_ATIME |
+	    FUSE_SET_ATTR_ATIME_NOW;
+	int64_t mtime = 0;
+	bool retime = false, timed;
 	struct pending *pe;
 	int rc;
 
@@ -343,14 +377,20 @@ op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 			return;
 		}
 	}
+	timed = n->kind == K_TIMER || n->kind == K_LEASE ||
+	    n->kind == K_LEASE_MSG || (n->kind == K_PENDING && pe &&
+	    pe->what == PW_TIMER);
+	if ((to_set & time_bits) && (rc = set_time(n, timed, attr, to_set,
+	    &mtime)) < 0) {
+		pend_put(pe);
+		fuse_reply_err(req, -rc);
+		return;
+	}
 	pthread_mutex_lock(&fs_lock);
 	if (n->kind == K_PENDING && pe && pe->what == PW_TIMER &&
-	    (to_set & time_bits)) {
+	    (to_set & mtime_bits)) {
 		/* Written in this open: the time goes with the coming push. */
-		pe->due_at = (to_set & FUSE_SET_ATTR_MTIME) &&
-		    !(to_set & FUSE_SET_ATTR_MTIME_NOW) ?
-		    (int64_t)attr->st_mtim.tv_sec * 1000 +
-		    attr->st_mtim.tv_nsec / 1000000 : fs_now();
+		pe->due_at = mtime;
 		retime = !pe->dirty;
 	}
 	pthread_mutex_unlock(&fs_lock);
@@ -376,10 +416,7 @@ op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		 */
 		if (!(aj = admin_new(req, setattr_run, attr_reply, NULL, NULL)))
 			return;
-		aj->mtime = (to_set & FUSE_SET_ATTR_MTIME_NOW) ||
-		    !(to_set & FUSE_SET_ATTR_MTIME) ? fs_now() :
-		    (int64_t)attr->st_mtim.tv_sec * 1000 +
-		    attr->st_mtim.tv_nsec / 1000000;
+		aj->mtime = mtime;
 	}
 	if (!aj) {
 		/* anything else (cp -p, mv, rsync metadata): accepted */
