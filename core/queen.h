@@ -793,6 +793,9 @@ struct queen_txn_result {
 	struct queen_kv_result *kv;         /* nkv */
 	struct queen_kv_result *kv_many;    /* GET_MANY entries */
 	size_t nkv_many;
+	/* ntimers: a cancel found no such timer (it committed as a noop,
+	 * as `rm` of the file would answer ENOENT) */
+	bool *timer_missing;
 };
 
 /*
