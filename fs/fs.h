@@ -269,6 +269,10 @@ void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
     mode_t mode);
 void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
+void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
+    const char *name);
+void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
+    const char *newname);
 void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     struct fuse_file_info *fi);

@@ -308,6 +308,8 @@ op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		return;
 	}
 	if (!S_ISREG(mode)) {
+		fs_log("mknod %s: only regular files (messages) are made here "
+		    "(EPERM)", name);
 		fuse_reply_err(req, EPERM);
 		return;
 	}

@@ -9,6 +9,17 @@
 mount_queenfs
 export MNT
 
+sysc_utime () {
+	python3 -c '
+import errno, os, sys
+try:
+    os.utime(sys.argv[1], (0, 0))
+    print("ok")
+except OSError as e:
+    print("utime:" + errno.errorcode[e.errno])
+' "$1"
+}
+
 test_expect_success ATTR 'user.queen.transaction_id is the id, not its %XX file name' '
 	q_init tx &&
 	printf "{\"items\":[{\"queue\":\"tx\",\"transactionId\":\"a/b\",\"payload\":\"x\"}]}" >"$MNT/api/push" &&
@@ -22,6 +33,74 @@ test_expect_success ATTR 'user.queen.transaction_id is the id, not its %XX file 
 	test_is "leased/${line#leased/}" "$line" &&
 	getfattr --only-values -n user.queen.transaction_id "$Q/$line" >actual &&
 	test_cmp expect actual
+'
+
+test_expect_success PYTHON 'symlink, link, mknod of a fifo: EPERM, nothing made' '
+	q_init ln &&
+	printf x >"$Q/m1" &&
+	python3 - "$Q" <<-\PYEOF
+	import errno, os, sys
+	q = sys.argv[1]
+	def refused(what, f):
+	    try:
+	        f()
+	    except OSError as e:
+	        if e.errno != errno.EPERM:
+	            sys.exit("%s: %s, want EPERM" % (what, errno.errorcode[e.errno]))
+	        return
+	    sys.exit(what + ": answered 0")
+	refused("symlink", lambda: os.symlink("/etc/passwd", q + "/s1"))
+	refused("link", lambda: os.link(q + "/partitions/default/m1", q + "/l1"))
+	refused("mkfifo", lambda: os.mkfifo(q + "/f1"))
+	PYEOF
+	test_is 1 "$(stat_of "$Q/stats" pushed)" pushed &&
+	test_path_is_missing "$Q/partitions/default/s1" &&
+	grep -q "symlink .*/s1 -> /etc/passwd: the mount holds no links (EPERM)" "$DAEMON_LOG"
+'
+
+test_expect_success PYTHON 'chmod/chown/truncate/utime that would change nothing: EPERM, and logged' '
+	q_init cm &&
+	printf x >"$Q/m1" &&
+	echo "wait = 1" >"$Q/config" &&
+	line=$(pop) &&
+	python3 - "$MNT" "$Q" "$line" <<-\PYEOF
+	import errno, os, sys
+	mnt, q, leased = sys.argv[1:]
+	def refused(what, f):
+	    try:
+	        f()
+	    except OSError as e:
+	        if e.errno != errno.EPERM:
+	            sys.exit("%s: %s, want EPERM" % (what, errno.errorcode[e.errno]))
+	        return
+	    sys.exit(what + ": answered 0")
+	for p in (mnt + "/api/push", q + "/partitions/default/m1", q + "/" + leased,
+	          q + "/config", q + "/stats", mnt + "/sys/stats"):
+	    refused("chmod " + p, lambda: os.chmod(p, 0o777))
+	    refused("chown " + p, lambda: os.chown(p, 4242, 4242))
+	for p in (q + "/config", q + "/partitions/default/m1", q + "/" + leased):
+	    refused("truncate " + p, lambda: os.truncate(p, 0))
+	# a queue keeps its owner and mode: chmod works there
+	os.chmod(q, 0o750)
+	if os.stat(q).st_mode & 0o777 != 0o750:
+	    sys.exit("chmod of the queue did not hold")
+	# touch of a leased file renews its lease: still answered
+	os.utime(q + "/" + leased)
+	PYEOF
+	test_is 1 "$(stat_of "$Q/stats" depth)" depth &&
+	cat "$Q/config" >conf &&
+	test_is 1 "$(stat_of conf wait)" wait &&
+	grep -q "setattr api/push: only queues, groups and KV namespaces have an owner" "$DAEMON_LOG"
+'
+
+test_expect_success PYTHON 'touch of a dead letter: EPERM' '
+	q_init dl &&
+	printf "retry_limit = 0\nwait = 1\n" >"$Q/config" &&
+	printf x >"$Q/d1" &&
+	line=$(pop) &&
+	mv "$Q/$line" "$Q/dlq/" &&
+	test -f "$Q/dlq/default/d1" &&
+	test "$(sysc_utime "$Q/dlq/default/d1")" = "utime:EPERM"
 '
 
 test_done
