@@ -144,7 +144,9 @@ struct handle {
 	unsigned nwriters;      /* past 8: any flush publishes */
 	char *req;              /* api/: the request as written */
 	size_t req_len, req_cap;
-	bool req_big;           /* api/: past QUEEN_API_MAX_BODY */
+	bool req_big;           /* api/: past QUEEN_API_MAX_BODY; config,
+				 * seek: past CTL_TEXT_MAX */
+	bool ctl_dirty;         /* config, seek: written since the last FLUSH */
 	int api_state, api_rc;
 	size_t api_pos;         /* api/: the answer is read from its start */
 	struct fuse_pollhandle *ph;  /* next: owned by the token holder */
@@ -313,6 +315,7 @@ bool name_is_msg(const char *name);
 void api_read(fuse_req_t req, struct handle *h, size_t size, off_t off);
 int api_write(struct handle *h, const char *buf, size_t size, off_t off);
 void api_flush(fuse_req_t req, struct handle *h);
+void ctl_flush(fuse_req_t req, struct handle *h);
 
 /* shared by the ops files */
 void reply_slice(fuse_req_t req, const char *text, size_t len, size_t size,

@@ -379,7 +379,6 @@ struct ctl_job {
 	struct node *n;
 	struct ctl_config cfg;
 	struct ctl_seek seek;
-	size_t size;
 };
 
 static void
@@ -398,7 +397,7 @@ ctl_run(struct job *j, struct queen *q)
 		    (enum queen_pos_kind)cj->seek.kind, cj->seek.value);
 	if (j->rc < 0) {
 		node_path(n, path, sizeof(path));
-		fs_log("write %s: %s (%s)", path, queen_errmsg(q),
+		fs_log("close %s: %s (%s)", path, queen_errmsg(q),
 		    errname(j->rc));
 	} else if (n->kind == K_SEEK) {
 		j->notify = strdup(n->queue);
@@ -408,10 +407,95 @@ ctl_run(struct job *j, struct queen *q)
 static void
 ctl_reply(struct job *j)
 {
-	if (j->rc < 0)
-		fuse_reply_err(j->req, -j->rc);
-	else
-		fuse_reply_write(j->req, ((struct ctl_job *)j)->size);
+	fuse_reply_err(j->req, j->rc < 0 ? -j->rc : 0);
+}
+
+/*
+ * A write to config or seek only gathers the text (appended in the order
+ * written, whatever the offset); the whole of it is parsed and applied at
+ * close, all or nothing, so that a line split across write(2)s is one line.
+ */
+static int
+ctl_write(struct handle *h, const char *buf, size_t size)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&fs_lock);
+	if (h->req_big || size > CTL_TEXT_MAX - h->req_len) {
+		h->req_big = true;  /* and close() refuses it all */
+		rc = -EFBIG;
+	} else {
+		if (!h->req && !(h->req = malloc(CTL_TEXT_MAX)))
+			rc = -ENOMEM;
+		if (rc == 0) {
+			memcpy(h->req + h->req_len, buf, size);
+			h->req_len += size;
+			h->req_cap = CTL_TEXT_MAX;
+		}
+	}
+	if (rc == 0 || rc == -EFBIG)
+		h->ctl_dirty = true;
+	pthread_mutex_unlock(&fs_lock);
+	return rc;
+}
+
+/*
+ * FLUSH of a config or seek handle (each close(2) of a descriptor of it):
+ * apply what was written since the last one.
+ */
+void
+ctl_flush(fuse_req_t req, struct handle *h)
+{
+	struct node *n = h->node;
+	struct ctl_job *cj;
+	char path[512], text[CTL_TEXT_MAX];
+	size_t len;
+	bool dirty, big;
+	int rc, line = 0;
+
+	pthread_mutex_lock(&fs_lock);
+	dirty = h->ctl_dirty;
+	big = h->req_big;
+	len = h->req_len;
+	if (len)
+		memcpy(text, h->req, len);
+	h->ctl_dirty = false;
+	h->req_len = 0;  /* what the next close applies is written after */
+	h->req_big = false;
+	pthread_mutex_unlock(&fs_lock);
+	if (!dirty) {
+		fuse_reply_err(req, 0);
+		return;
+	}
+	node_path(n, path, sizeof(path));
+	if (big) {
+		fs_log("close %s: more than %d bytes written; nothing applied "
+		    "(EINVAL)", path, CTL_TEXT_MAX);
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	if (!(cj = job_new(sizeof(*cj), ctl_run, ctl_reply, req))) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	cj->n = n;
+	cj->j.write = true;
+	rc = n->kind == K_CONFIG ?
+	    ctl_config_parse(text, len, &cj->cfg, &line) :
+	    ctl_seek_parse(text, len, &cj->seek);
+	if (rc < 0) {
+		if (line)
+			fs_log("close %s: line %d is not `key = value`; nothing "
+			    "applied (EINVAL)", path, line);
+		else
+			fs_log("close %s: cannot parse %s; nothing applied (%s)",
+			    path, n->kind == K_CONFIG ? "config" : "position",
+			    errname(rc == -E2BIG ? -EINVAL : rc));
+		free(cj);
+		fuse_reply_err(req, rc == -E2BIG ? EINVAL : -rc);
+		return;
+	}
+	engine_submit(&cj->j);
 }
 
 void
@@ -420,9 +504,8 @@ op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 {
 	struct handle *h = handle_get(fi);
 	struct node *n = h->node;
-	struct ctl_job *cj;
 	char path[512];
-	int rc = 0, line = 0;
+	int rc = 0;
 
 	if (h->writable && n->kind == K_API_FILE) {
 		if ((rc = api_write(h, buf, size, off)) == 0)
@@ -444,29 +527,15 @@ op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		handle_put(h);
 		return;
 	}
-	handle_put(h);  /* a control write needs only the node */
-	if (!(cj = job_new(sizeof(*cj), ctl_run, ctl_reply, req))) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	cj->n = n;
-	cj->size = size;
-	cj->j.write = true;
-	rc = n->kind == K_CONFIG ?
-	    ctl_config_parse(buf, size, &cj->cfg, &line) :
-	    ctl_seek_parse(buf, size, &cj->seek);
+	rc = ctl_write(h, buf, size);
+	handle_put(h);
 	if (rc < 0) {
 		node_path(n, path, sizeof(path));
-		if (line)
-			fs_log("write %s: line %d is not `key = value` "
-			    "(EINVAL)", path, line);
-		else
-			fs_log("write %s: cannot parse %s (%s)", path,
-			    n->kind == K_CONFIG ? "config" : "position",
-			    errname(rc));
-		free(cj);
-		fuse_reply_err(req, rc == -E2BIG ? EINVAL : -rc);
+		fs_log("write %s: %s (%s)", path, rc == -EFBIG ?
+		    "more than 4096 bytes in one open" : "out of memory",
+		    errname(rc));
+		fuse_reply_err(req, -rc);
 		return;
 	}
-	engine_submit(&cj->j);
+	fuse_reply_write(req, size);
 }

@@ -103,4 +103,43 @@ test_expect_success PYTHON 'touch of a dead letter: EPERM' '
 	test "$(sysc_utime "$Q/dlq/default/d1")" = "utime:EPERM"
 '
 
+test_expect_success 'config: a line split across write(2)s is one line, applied at close' '
+	q_init cf &&
+	{ printf "lease_time = 4"; printf "5\n"; } >"$Q/config" &&
+	test_is 45 "$(stat_of "$Q/config" lease_time)" lease_time &&
+	{ printf "batch = 2\nwait"; printf " = 7\n"; } >"$Q/config" &&
+	test_is 2 "$(stat_of "$Q/config" batch)" batch &&
+	test_is 7 "$(stat_of "$Q/config" wait)" wait
+'
+
+test_expect_success 'config: a bad value anywhere fails close() with EINVAL and changes nothing' '
+	cat "$Q/config" >before &&
+	sysc create "$Q/config" "$(printf "batch = 9\nlease_time = -1\n")" >actual &&
+	test_is close:EINVAL "$(cat actual)" &&
+	cat "$Q/config" >after &&
+	test_cmp before after &&
+	grep -q "close queues/cf/config: .*(EINVAL)" "$DAEMON_LOG" &&
+	{ printf "batch = 3\n"; printf "bogus = 1\n"; } >"$Q/config" &&
+	cat "$Q/config" >after &&
+	test_cmp before after
+'
+
+test_expect_success 'config: written over a held-open descriptor, applied at its close' '
+	exec 3>"$Q/config" &&
+	printf "batch = 5\n" >&3 &&
+	printf "wait = 3\n" >&3 &&
+	exec 3>&- &&
+	test_is 5 "$(stat_of "$Q/config" batch)" batch &&
+	test_is 3 "$(stat_of "$Q/config" wait)" wait
+'
+
+test_expect_success 'seek: a position split across write(2)s is one position' '
+	q_init sk &&
+	for i in 1 2 3 4 5 6 7 8 9 10 11 12; do printf x >"$Q/m$i" || return 1; done &&
+	{ printf 1; printf "0\n"; } >"$Q/groups/g/seek" &&
+	echo "wait = 1" >"$Q/groups/g/config" &&
+	line=$(pop "$Q/groups/g") &&
+	test_is "m10" "${line##*/}" "offset 10 is the next delivered"
+'
+
 test_done
