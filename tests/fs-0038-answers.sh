@@ -142,4 +142,19 @@ test_expect_success 'seek: a position split across write(2)s is one position' '
 	test_is "m10" "${line##*/}" "offset 10 is the next delivered"
 '
 
+test_expect_success 'subscription = new on a group made a moment earlier: the tail, no old message again' '
+	q_init sub &&
+	G="$Q/groups/g" &&
+	ok=0 &&
+	for i in 1 2 3 4 5 6 7 8 9 10; do
+		printf x >"$Q/o$i" &&
+		printf "batch = 1\nwait = 1\n" >"$Q/groups/g$i/config" &&
+		printf y >"$Q/p$i" &&
+		echo "subscription = new" >"$Q/groups/g$i/config" &&
+		sysc read_nonblock "$Q/groups/g$i/next" >out &&
+		test_is "read:EAGAIN" "$(head -1 out)" "g$i: nothing to pop" ||
+		return 1
+	done
+'
+
 test_done
