@@ -339,7 +339,8 @@ void note_set(const char *lease, const char *txid, const char *error,
 char *note_take(const char *lease, const char *txid);
 char *note_get(const char *lease, const char *txid);
 void note_sweep(int64_t now);
-void lease_seen(const char *id);
+void lease_seen(const char *id, int64_t first);
+int64_t lease_first(const char *id);
 void lease_acked(const char *id, const char *txid);
 bool lease_known(const char *id, const char *txid);
 int push_pending(struct queen *q, struct pending *p, const char *txid,

@@ -157,4 +157,29 @@ test_expect_success 'subscription = new on a group made a moment earlier: the ta
 	done
 '
 
+test_expect_success 'inside a live lease, a message an ack of a later one committed: failed/ EALREADY, ack/ a noop' '
+	q_init imp &&
+	printf "batch = 3\nwait = 1\n" >"$Q/config" &&
+	printf A >"$Q/a" && printf B >"$Q/b" && printf C >"$Q/c" &&
+	pop >lines &&
+	test_line_count = 3 lines &&
+	L=$(sed -n "1s|^leased/\([^/]*\)/a$|\1|p" lines) &&
+	test -n "$L" &&
+	mv "$Q/leased/$L/b" "$Q/ack/" &&
+	test_is "rename:EALREADY" "$(sysc rename "$Q/leased/$L/a" "$Q/failed/a")" failed &&
+	test_is "rename:EALREADY" "$(sysc rename "$Q/leased/$L/a" "$Q/retry/a")" retry &&
+	test_is "rename:EALREADY" "$(sysc rename "$Q/leased/$L/a" "$Q/dlq/a")" dlq &&
+	grep -q "already committed" "$DAEMON_LOG" &&
+	test_is ok "$(sysc rename "$Q/leased/$L/a" "$Q/ack/a")" "ack: a noop" &&
+	test_is ok "$(sysc rename "$Q/leased/$L/b" "$Q/ack/b")" "ack of b again: a noop" &&
+	test_is A "$(cat "$Q/leased/$L/a")" "a still reads" &&
+	ls "$Q/leased/$L" >listed &&
+	echo c >expect &&
+	test_cmp expect listed &&
+	test_is 1 "$(stat_of "$Q/stats" leases)" "the lease still lives" &&
+	test_is "rename:ENOENT" "$(sysc rename "$Q/leased/$L/zz" "$Q/failed/zz")" "an unknown id" &&
+	mv "$Q/leased/$L/c" "$Q/ack/" &&
+	test_is 0 "$(stat_of "$Q/stats" depth)" depth
+'
+
 test_done
