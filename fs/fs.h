@@ -315,6 +315,7 @@ bool name_is_msg(const char *name);
 void api_read(fuse_req_t req, struct handle *h, size_t size, off_t off);
 int api_write(struct handle *h, const char *buf, size_t size, off_t off);
 void api_flush(fuse_req_t req, struct handle *h);
+int ctl_write(struct handle *h, const char *buf, size_t size);
 void ctl_flush(fuse_req_t req, struct handle *h);
 
 /* shared by the ops files */
