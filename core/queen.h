@@ -429,6 +429,17 @@ int queen_lease_read_msg(struct queen *q, const char *lease_id,
     const char *txid, bool want_payload, struct queen_batch **out);
 
 /*
+ * queen_lease_read_done - the same for a message of a live lease that the
+ * cursor already passed (an ack of a later one committed it): txid at an
+ * offset in [from, committed], from being the lease's first offset as the
+ * caller knows it.  -ESTALE (as queen_lease_read), -ENOENT not there,
+ * -EINVAL empty txid or from < 1.  Free *out with queen_batch_free.
+ */
+int queen_lease_read_done(struct queen *q, const char *lease_id,
+    const char *txid, int64_t from, bool want_payload,
+    struct queen_batch **out);
+
+/*
  * queen_lease_renew - extend a live lease to now + seconds (0: the queue's
  * lease_time).  -ESTALE if it is no longer live; -EINVAL for seconds < 0
  * or > QUEEN_SECONDS_MAX (the lease is left as it was).
@@ -808,6 +819,9 @@ struct queen_txn_result {
 	struct queen_kv_result *kv;         /* nkv */
 	struct queen_kv_result *kv_many;    /* GET_MANY entries */
 	size_t nkv_many;
+	/* ntimers: a cancel found no such timer (it committed as a noop,
+	 * as `rm` of the file would answer ENOENT) */
+	bool *timer_missing;
 };
 
 /*

@@ -52,6 +52,7 @@ queen_txn_result_free(struct queen_txn_result *pub)
 	free(pub->pushes);
 	free(pub->kv);
 	free(pub->kv_many);
+	free(pub->timer_missing);
 	free(r);
 }
 
@@ -341,8 +342,10 @@ apply(struct queen *q, const struct queen_txn *t, struct txn_res *tr)
 
 		if (o->type == QUEEN_TIMER_CANCEL) {
 			rc = timer_cancel_locked(q, o->queue, o->key);
-			if (rc == -ENOENT)
+			if (rc == -ENOENT) {
+				r->timer_missing[i] = true;
 				rc = 0;
+			}
 		} else {
 			int64_t due = o->due_at;
 
@@ -400,7 +403,8 @@ queen_txn(struct queen *q, const struct queen_txn *t,
 	r->acks = calloc(t->nacks + 1, sizeof(*r->acks));
 	r->pushes = calloc(t->npushes + 1, sizeof(*r->pushes));
 	r->kv = calloc(t->nkv + 1, sizeof(*r->kv));
-	if (!r->acks || !r->pushes || !r->kv)
+	r->timer_missing = calloc(t->ntimers + 1, sizeof(*r->timer_missing));
+	if (!r->acks || !r->pushes || !r->kv || !r->timer_missing)
 		return -ENOMEM;
 	if (validate(t, r, &nmany))
 		return 0;

@@ -144,7 +144,9 @@ struct handle {
 	unsigned nwriters;      /* past 8: any flush publishes */
 	char *req;              /* api/: the request as written */
 	size_t req_len, req_cap;
-	bool req_big;           /* api/: past QUEEN_API_MAX_BODY */
+	bool req_big;           /* api/: past QUEEN_API_MAX_BODY; config,
+				 * seek: past CTL_TEXT_MAX */
+	bool ctl_dirty;         /* config, seek: written since the last FLUSH */
 	int api_state, api_rc;
 	size_t api_pos;         /* api/: the answer is read from its start */
 	struct fuse_pollhandle *ph;  /* next: owned by the token holder */
@@ -284,6 +286,10 @@ void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
     mode_t mode);
 void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
+void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
+    const char *name);
+void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
+    const char *newname);
 void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     struct fuse_file_info *fi);
@@ -324,6 +330,8 @@ bool name_is_msg(const char *name);
 void api_read(fuse_req_t req, struct handle *h, size_t size, off_t off);
 int api_write(struct handle *h, const char *buf, size_t size, off_t off);
 void api_flush(fuse_req_t req, struct handle *h);
+int ctl_write(struct handle *h, const char *buf, size_t size);
+void ctl_flush(fuse_req_t req, struct handle *h);
 
 /* shared by the ops files */
 void reply_slice(fuse_req_t req, const char *text, size_t len, size_t size,
@@ -347,7 +355,8 @@ void note_set(const char *lease, const char *txid, const char *error,
 char *note_take(const char *lease, const char *txid);
 char *note_get(const char *lease, const char *txid);
 void note_sweep(int64_t now);
-void lease_seen(const char *id);
+void lease_seen(const char *id, int64_t first);
+int64_t lease_first(const char *id);
 void lease_acked(const char *id, const char *txid);
 bool lease_known(const char *id, const char *txid);
 int push_pending(struct queen *q, struct pending *p, const char *txid,

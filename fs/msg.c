@@ -102,8 +102,14 @@ msg_info(struct queen *q, struct node *n, bool want_payload,
 	case K_LEASE_MSG:
 		/* Ask for the payload: the batch's length then holds for
 		 * sure.  One message, not the span (up to batch of them). */
-		if ((rc = queen_lease_read_msg(q, n->lease, txid, true,
-		    &mi->b)) < 0)
+		rc = queen_lease_read_msg(q, n->lease, txid, true, &mi->b);
+		/* committed by an ack of a later one: while the lease lives
+		 * it still resolves, so that an ack of it answers noop or
+		 * EALREADY rather than ENOENT */
+		if (rc == -ENOENT && lease_first(n->lease) > 0)
+			rc = queen_lease_read_done(q, n->lease, txid,
+			    lease_first(n->lease), true, &mi->b);
+		if (rc < 0)
 			return rc;
 		rc = from_batch(mi, txid, want_payload);
 		break;

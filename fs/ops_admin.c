@@ -89,6 +89,35 @@ admin_new(fuse_req_t req, void (*run)(struct job *, struct queen *),
 	return aj;
 }
 
+/* No symbolic or hard links anywhere: a message is one file by one name. */
+void
+op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
+    const char *name)
+{
+	struct node *p = node_get(parent);
+	char path[512] = "?";
+
+	if (p)
+		node_path(p, path, sizeof(path));
+	fs_log("symlink %s/%s -> %s: the mount holds no links (EPERM)", path,
+	    name, link);
+	fuse_reply_err(req, EPERM);
+}
+
+void
+op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
+    const char *newname)
+{
+	struct node *p = node_get(newparent);
+	char path[512] = "?";
+
+	if (p)
+		node_path(p, path, sizeof(path));
+	fs_log("link %s/%s: the mount holds no links; push a copy (EPERM)",
+	    path, newname);
+	fuse_reply_err(req, EPERM);
+}
+
 void
 op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
@@ -336,6 +365,9 @@ set_time(struct node *n, bool timed, const struct stat *attr, int to_set,
 	return 0;
 }
 
+static int setattr_refused(struct node *n, const struct stat *attr,
+    bool pending, int to_set);
+
 void
 op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
     struct fuse_file_info *fi)
@@ -418,11 +450,59 @@ op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 			return;
 		aj->mtime = mtime;
 	}
+	if (!aj && (rc = setattr_refused(n, attr, pe != NULL, to_set)) < 0) {
+		char path[512];
+
+		node_path(n, path, sizeof(path));
+		fs_log("setattr %s: %s (%s)", path, rc == -EPERM ?
+		    "only queues, groups and KV namespaces have an owner and "
+		    "mode; a stored file's size and a dead letter's time are "
+		    "its own" : "", errname(rc));
+		fuse_reply_err(req, -rc);
+		return;
+	}
 	if (!aj) {
-		/* anything else (cp -p, mv, rsync metadata): accepted */
+		/* a file being written or staged (cp -p, tar -x, rsync
+		 * metadata), and times elsewhere: accepted */
 		reply_attr(req, n);
 		return;
 	}
 	aj->n = n;
 	engine_submit(&aj->j);
+}
+
+/*
+ * What setattr would answer 0 for while changing nothing: another owner
+ * or mode on anything but a queue, a group, a KV namespace or a file still
+ * being written; another size of a file that is not being written; a
+ * time on a dead letter.  -EPERM for those, 0 for the rest (an owner,
+ * mode or size equal to the current one is already true).
+ */
+static int
+setattr_refused(struct node *n, const struct stat *attr, bool pending,
+    int to_set)
+{
+	int time_bits = FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW |
+	    FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_ATIME_NOW;
+
+	struct stat st;
+
+	if (pending || n->kind == K_PENDING)
+		return 0;
+	/* what is already so is no lie: `install -m 644`, `cp -p` of a
+	 * just-pushed message */
+	node_attr(n, &st);
+	if ((to_set & FUSE_SET_ATTR_MODE) &&
+	    (attr->st_mode & 07777) != (st.st_mode & 07777))
+		return -EPERM;
+	if ((to_set & FUSE_SET_ATTR_UID) && attr->st_uid != st.st_uid)
+		return -EPERM;
+	if ((to_set & FUSE_SET_ATTR_GID) && attr->st_gid != st.st_gid)
+		return -EPERM;
+	if ((to_set & FUSE_SET_ATTR_SIZE) && attr->st_size != st.st_size)
+		return -EPERM;
+	if ((to_set & time_bits) &&
+	    (n->kind == K_DLQ_MSG || n->kind == K_DLQ_PART))
+		return -EPERM;
+	return 0;
 }

@@ -1,8 +1,9 @@
 /*
  * ops_file.c - open files: generated text (config, stats, sys files) rendered
  * at open, payloads read at open, pending files (create + write + close =
- * push, put or schedule) and control writes (config, seek).  Reads of
- * `next` and poll live in ops_next.c; renames in ops_ack.c.
+ * push, put or schedule).  Control writes (config, seek) are gathered in
+ * ops_ctl.c, reads of `next` and poll live in ops_next.c, renames in
+ * ops_ack.c.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -353,6 +354,8 @@ op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		return;
 	}
 	if (!S_ISREG(mode)) {
+		fs_log("mknod %s: only regular files (messages) are made here "
+		    "(EPERM)", name);
 		fuse_reply_err(req, EPERM);
 		return;
 	}
@@ -417,55 +420,14 @@ note_writer(struct handle *h, uint64_t owner)
 	pthread_mutex_unlock(&fs_lock);
 }
 
-struct ctl_job {
-	struct job j;
-	struct node *n;
-	struct ctl_config cfg;
-	struct ctl_seek seek;
-	size_t size;
-};
-
-static void
-ctl_run(struct job *j, struct queen *q)
-{
-	struct ctl_job *cj = (struct ctl_job *)j;
-	struct node *n = cj->n;
-	char path[512];
-
-	if (n->kind == K_CONFIG)
-		j->rc = queen_config_set(q, n->queue, n->group, cj->cfg.keys,
-		    cj->cfg.values, cj->cfg.n);
-	else
-		j->rc = queen_seek(q, n->queue, n->group,
-		    cj->seek.partition[0] ? cj->seek.partition : NULL,
-		    (enum queen_pos_kind)cj->seek.kind, cj->seek.value);
-	if (j->rc < 0) {
-		node_path(n, path, sizeof(path));
-		fs_log("write %s: %s (%s)", path, queen_errmsg(q),
-		    errname(j->rc));
-	} else if (n->kind == K_SEEK) {
-		j->notify = strdup(n->queue);
-	}
-}
-
-static void
-ctl_reply(struct job *j)
-{
-	if (j->rc < 0)
-		fuse_reply_err(j->req, -j->rc);
-	else
-		fuse_reply_write(j->req, ((struct ctl_job *)j)->size);
-}
-
 void
 op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
     off_t off, struct fuse_file_info *fi)
 {
 	struct handle *h = handle_get(fi);
 	struct node *n = h->node;
-	struct ctl_job *cj;
 	char path[512];
-	int rc = 0, line = 0;
+	int rc = 0;
 
 	if (h->writable && n->kind == K_API_FILE) {
 		if ((rc = api_write(h, buf, size, off)) == 0)
@@ -487,29 +449,15 @@ op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		handle_put(h);
 		return;
 	}
-	handle_put(h);  /* a control write needs only the node */
-	if (!(cj = job_new(sizeof(*cj), ctl_run, ctl_reply, req))) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	cj->n = n;
-	cj->size = size;
-	cj->j.write = true;
-	rc = n->kind == K_CONFIG ?
-	    ctl_config_parse(buf, size, &cj->cfg, &line) :
-	    ctl_seek_parse(buf, size, &cj->seek);
+	rc = ctl_write(h, buf, size);
+	handle_put(h);
 	if (rc < 0) {
 		node_path(n, path, sizeof(path));
-		if (line)
-			fs_log("write %s: line %d is not `key = value` "
-			    "(EINVAL)", path, line);
-		else
-			fs_log("write %s: cannot parse %s (%s)", path,
-			    n->kind == K_CONFIG ? "config" : "position",
-			    errname(rc));
-		free(cj);
-		fuse_reply_err(req, rc == -E2BIG ? EINVAL : -rc);
+		fs_log("write %s: %s (%s)", path, rc == -EFBIG ?
+		    "more than 4096 bytes in one open" : "out of memory",
+		    errname(rc));
+		fuse_reply_err(req, -rc);
 		return;
 	}
-	engine_submit(&cj->j);
+	fuse_reply_write(req, size);
 }

@@ -66,10 +66,15 @@ static int
 format_value(struct queen *q, struct node *n, const char *a,
     struct msginfo *mi, char *buf, size_t len)
 {
+	char tx[QUEEN_TXID_MAX + 1];
+
 	if (strcmp(a, "partition") == 0)
 		snprintf(buf, len, "%s", mi->partition);
 	else if (strcmp(a, "partition_id") == 0)
 		snprintf(buf, len, "%s", mi->partition_uuid);
+	else if (strcmp(a, "transaction_id") == 0 &&
+	    name_to_txid(n->name, tx, sizeof(tx)) == 0)
+		snprintf(buf, len, "%s", tx);  /* the id, not its file name */
 	else if (strcmp(a, "transaction_id") == 0)
 		snprintf(buf, len, "%s", n->name);
 	else if (strcmp(a, "group") == 0)

@@ -184,7 +184,7 @@ test_expect_success 'a bad seek fails with EINVAL and moves nothing' '
 		grep -q ":EINVAL$" actual || return 1
 	done &&
 	sysc write "$G1/seek" "nosuch 1" >actual &&
-	grep -q "^write:E\(INVAL\|NOENT\)$" actual &&
+	grep -q "^close:E\(INVAL\|NOENT\)$" actual &&
 	test_is "$c0" "$(committed "$G1")" committed
 '
 
