@@ -198,6 +198,15 @@ int queen_config_set(struct queen *q, const char *queue, const char *group,
     const char *const *keys, const char *const *values, size_t n);
 
 /*
+ * queen_config_check - the validation of queen_config_set alone, for a
+ * queue's keys (group false) or a group's, touching no store: 0 when every
+ * pair would be accepted, else -EINVAL with the reason in why (if not
+ * NULL, NUL-terminated).  Safe from any thread.
+ */
+int queen_config_check(bool group, const char *const *keys,
+    const char *const *values, size_t n, char *why, size_t whylen);
+
+/*
  * queen_config_format - the whole config as "key = value\n" lines into buf
  * (NUL-terminated).  Returns the length it needs (excluding the NUL), which
  * may exceed len, or a negative errno.

@@ -147,6 +147,7 @@ struct handle {
 	bool req_big;           /* api/: past QUEEN_API_MAX_BODY; config,
 				 * seek: past CTL_TEXT_MAX */
 	bool ctl_dirty;         /* config, seek: written since the last FLUSH */
+	bool ctl_bad;           /* config: a complete line was refused */
 	int api_state, api_rc;
 	size_t api_pos;         /* api/: the answer is read from its start */
 	struct fuse_pollhandle *ph;  /* next: owned by the token holder */

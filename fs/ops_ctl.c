@@ -4,6 +4,7 @@
  * fs/ctl.c's parsers and one core call.  Reads of config are ops_file.c's.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,13 +47,51 @@ ctl_reply(struct job *j)
 }
 
 /*
- * A write to config or seek only gathers the text (appended in the order
+ * The complete lines of a config write so far (up to its last newline),
+ * checked as the close would apply them, so that `echo bad=1 > config`
+ * fails at its write(2): a shell reports that, not a failed close().
+ */
+static int
+config_lines_check(struct node *n, const char *text, size_t len)
+{
+	struct ctl_config *cfg;
+	char path[512], why[256];
+	int rc, line = 0;
+
+	while (len && text[len - 1] != '\n')
+		len--;
+	if (!len)
+		return 0;
+	if (!(cfg = malloc(sizeof(*cfg))))
+		return -ENOMEM;
+	rc = ctl_config_parse(text, len, cfg, &line);
+	if (rc == 0)
+		rc = queen_config_check(n->group != NULL, cfg->keys,
+		    cfg->values, cfg->n, why, sizeof(why));
+	else
+		snprintf(why, sizeof(why), line ? "line %d is not `key = "
+		    "value`" : "too many keys", line);
+	free(cfg);
+	if (rc < 0) {
+		node_path(n, path, sizeof(path));
+		fs_log("write %s: %s; nothing will be applied (EINVAL)", path,
+		    why);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/*
+ * A write to config or seek gathers the text (appended in the order
  * written, whatever the offset); the whole of it is parsed and applied at
  * close, all or nothing, so that a line split across write(2)s is one line.
+ * A config line already complete and refused fails its write too.
  */
 int
 ctl_write(struct handle *h, const char *buf, size_t size)
 {
+	char *text = NULL;
+	size_t len = 0;
 	int rc = 0;
 
 	pthread_mutex_lock(&fs_lock);
@@ -70,7 +109,21 @@ ctl_write(struct handle *h, const char *buf, size_t size)
 	}
 	if (rc == 0 || rc == -EFBIG)
 		h->ctl_dirty = true;
+	if (rc == 0 && h->node->kind == K_CONFIG && !h->ctl_bad &&
+	    memchr(buf, '\n', size) && (text = malloc(h->req_len)) != NULL) {
+		len = h->req_len;
+		memcpy(text, h->req, len);
+	}
 	pthread_mutex_unlock(&fs_lock);
+	if (text) {
+		rc = config_lines_check(h->node, text, len);
+		free(text);
+		if (rc == -EINVAL) {
+			pthread_mutex_lock(&fs_lock);
+			h->ctl_bad = true;
+			pthread_mutex_unlock(&fs_lock);
+		}
+	}
 	return rc;
 }
 
@@ -85,12 +138,14 @@ ctl_flush(fuse_req_t req, struct handle *h)
 	struct ctl_job *cj;
 	char path[512], text[CTL_TEXT_MAX];
 	size_t len;
-	bool dirty, big;
+	bool dirty, big, refused;
 	int rc, line = 0;
 
 	pthread_mutex_lock(&fs_lock);
 	dirty = h->ctl_dirty;
 	big = h->req_big;
+	refused = h->ctl_bad;
+	h->ctl_bad = false;
 	len = h->req_len;
 	if (len)
 		memcpy(text, h->req, len);
@@ -103,6 +158,13 @@ ctl_flush(fuse_req_t req, struct handle *h)
 		return;
 	}
 	node_path(n, path, sizeof(path));
+	if (refused) {
+		/* its write(2) failed and said why; the close says it too */
+		fs_log("close %s: a refused line was written; nothing applied "
+		    "(EINVAL)", path);
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
 	if (big) {
 		fs_log("close %s: more than %d bytes written; nothing applied "
 		    "(EINVAL)", path, CTL_TEXT_MAX);

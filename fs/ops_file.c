@@ -451,11 +451,13 @@ op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 	}
 	rc = ctl_write(h, buf, size);
 	handle_put(h);
-	if (rc < 0) {
+	if (rc < 0 && rc != -EINVAL) {  /* ctl_write logged its EINVAL */
 		node_path(n, path, sizeof(path));
 		fs_log("write %s: %s (%s)", path, rc == -EFBIG ?
 		    "more than 4096 bytes in one open" : "out of memory",
 		    errname(rc));
+	}
+	if (rc < 0) {
 		fuse_reply_err(req, -rc);
 		return;
 	}

@@ -112,16 +112,27 @@ test_expect_success 'config: a line split across write(2)s is one line, applied 
 	test_is 7 "$(stat_of "$Q/config" wait)" wait
 '
 
-test_expect_success 'config: a bad value anywhere fails close() with EINVAL and changes nothing' '
+test_expect_success 'config: a refused complete line fails its write(2), and the close, changing nothing' '
 	cat "$Q/config" >before &&
-	sysc create "$Q/config" "$(printf "batch = 9\nlease_time = -1\n")" >actual &&
+	sysc create "$Q/config" "$(printf "lease_time = -1\nbatch = 9")" >actual &&
+	test_is write:EINVAL "$(cat actual)" &&
+	cat "$Q/config" >after &&
+	test_cmp before after &&
+	grep -q "write queues/cf/config: lease_time: .*(EINVAL)" "$DAEMON_LOG" &&
+	! { printf "batch = 3\n"; printf "bogus = 1\n"; } >"$Q/config" &&
+	grep -q "close queues/cf/config: a refused line was written; nothing applied (EINVAL)" "$DAEMON_LOG" &&
+	! echo "bogus = 1" >"$Q/config" 2>/dev/null &&
+	cat "$Q/config" >after &&
+	test_cmp before after
+'
+
+test_expect_success 'config: a last line without a newline is checked at close: close() EINVAL' '
+	cat "$Q/config" >before &&
+	sysc create "$Q/config" "$(printf "batch = 9\nwait = zz")" >actual &&
 	test_is close:EINVAL "$(cat actual)" &&
 	cat "$Q/config" >after &&
 	test_cmp before after &&
-	grep -q "close queues/cf/config: .*(EINVAL)" "$DAEMON_LOG" &&
-	{ printf "batch = 3\n"; printf "bogus = 1\n"; } >"$Q/config" &&
-	cat "$Q/config" >after &&
-	test_cmp before after
+	grep -q "close queues/cf/config: .*(EINVAL)" "$DAEMON_LOG"
 '
 
 test_expect_success 'config: written over a held-open descriptor, applied at its close' '

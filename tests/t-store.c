@@ -103,6 +103,35 @@ timers(struct queen *q)
 	return n;
 }
 
+/* queen_config_check: the same verdicts as a set, with no store at all. */
+static void
+test_config_check(void)
+{
+	const char *k[2] = { "lease_time", "batch" };
+	const char *v[2] = { "60", "2" };
+	char why[128];
+
+	is_int(queen_config_check(false, k, v, 2, why, sizeof(why)), 0,
+	    "config check: good queue keys pass");
+	is_str(why, "", "config check: no reason when good");
+	v[1] = "0";
+	is_int(queen_config_check(false, k, v, 2, why, sizeof(why)), -EINVAL,
+	    "config check: batch 0 refused");
+	ok(strstr(why, "batch") != NULL, "config check: the reason names it");
+	k[1] = "bogus";
+	v[1] = "1";
+	is_int(queen_config_check(false, k, v, 2, NULL, 0), -EINVAL,
+	    "config check: an unknown key refused, no reason buffer");
+	is_int(queen_config_check(true, k, v, 1, why, sizeof(why)), -EINVAL,
+	    "config check: lease_time is not a group key");
+	ok(strstr(why, "unknown group config key") != NULL,
+	    "config check: the group reason");
+	k[0] = "batch";
+	v[0] = "3";
+	is_int(queen_config_check(true, k, v, 1, why, sizeof(why)), 0,
+	    "config check: batch is a group key");
+}
+
 static void
 test_config(void)
 {
@@ -2546,6 +2575,7 @@ main(int argc, char **argv)
 	test_kill_after_commit();
 	test_kill_commit_sizes();
 	test_config();
+	test_config_check();
 	test_persistence();
 	test_read_only();
 	test_size_limit();
