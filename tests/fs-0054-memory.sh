@@ -1,0 +1,98 @@
+#!/bin/sh
+# fs-0054-memory: what the daemon holds stays bounded by what users hold,
+# not by what they once looked at.  `ls -l` of a big partition looks up
+# every message; past the mount's node bound (20,000) the names are handed
+# back to the kernel and sys/stats' nodes falls back under it.  `ls -l`
+# of a big DLQ reads each dead letter by its name (an index), so the dead
+# letter rows read (sys/stats dlq_rows_read) grow with the listing, not
+# with its square (a lookup, its xattrs and its open read one row each).  The daemon's RSS after such listings stays bounded.
+. "$(dirname "$0")/lib.sh"
+mount_queenfs
+export MNT
+
+: "${MEM_MSGS:=30000}"
+: "${MEM_DLQ:=10000}"
+export MEM_MSGS MEM_DLQ
+
+cp "$TEST_DIRECTORY/qapi_base.py" "$TRASH/"
+
+sys_stat () {
+	sed -n "s/^$1 = //p" "$MNT/sys/stats"
+}
+
+rss_kib () {
+	awk -v k="$1:" '$1 == k { print $2 }' "/proc/$DAEMON_PID/status"
+}
+
+test_expect_success "push $MEM_MSGS messages into one partition through api/push" '
+	mkdir "$MNT/queues/big" &&
+	"$PYTHON3" - <<-\PYEOF
+	import os
+	from qapi_base import *
+	n = int(os.environ["MEM_MSGS"])
+	for start in range(0, n, 5000):
+	    items = [{"queue": "big", "partition": "p", "transactionId": "m%06d" % i,
+	              "payload": "x%d" % i} for i in range(start, min(n, start + 5000))]
+	    ans, c = call("push", {"items": items})
+	    eq("ok", c, "close")
+	    eq(len(items), len(ans), "one result per item")
+	PYEOF
+'
+
+test_expect_success '`ls -l` of the partition: every message, then the nodes fall back under the bound' '
+	ls -l "$MNT/queues/big/partitions/p" >listing &&
+	test_is "$MEM_MSGS" "$(grep -c "^-" listing)" messages &&
+	wait_until 30 "test \$(sys_stat nodes) -le 20100" &&
+	diag "nodes after the listing: $(sys_stat nodes)"
+'
+
+test_expect_success '`ls -l` of it again: the same, nodes still bounded, RSS bounded' '
+	ls -l "$MNT/queues/big/partitions/p" >listing &&
+	test_is "$MEM_MSGS" "$(grep -c "^-" listing)" messages &&
+	wait_until 30 "test \$(sys_stat nodes) -le 20100" &&
+	rss=$(rss_kib VmRSS) &&
+	diag "daemon VmRSS $rss kB, VmHWM $(rss_kib VmHWM) kB" &&
+	test "$rss" -lt 131072
+'
+
+test_expect_success "dead-letter $MEM_DLQ messages through api/pop and api/ack" '
+	mkdir "$MNT/queues/dead" &&
+	"$PYTHON3" - <<-\PYEOF
+	import os
+	from qapi_base import *
+	n = int(os.environ["MEM_DLQ"])
+	for start in range(0, n, 5000):
+	    items = [{"queue": "dead", "transactionId": "d%06d" % i,
+	              "payload": "y%d" % i} for i in range(start, min(n, start + 5000))]
+	    ans, c = call("push", {"items": items})
+	    eq("ok", c, "push close")
+	# one dead letter per pop: past a dlq ack the rest of a span redelivers
+	for i in range(n):
+	    ans, c = call("pop", {"queue": "dead", "batch": 1})
+	    eq("ok", c, "pop close")
+	    m = ans["messages"][0]
+	    ans, c = call("ack", {"transactionId": m["transactionId"],
+	                          "partitionId": m["partitionId"], "leaseId": m["leaseId"],
+	                          "status": "dlq", "error": "test"})
+	    eq("ok", c, "ack close")
+	    check(ans[0]["dlq"], "dead-lettered: %r" % ans)
+	PYEOF
+'
+
+test_expect_success '`ls -l` of the DLQ partition reads each dead letter once, not the DLQ per name' '
+	before=$(sys_stat dlq_rows_read) &&
+	ls -l "$MNT/queues/dead/dlq/default" >listing &&
+	test_is "$MEM_DLQ" "$(grep -c "^-" listing)" "dead letters" &&
+	after=$(sys_stat dlq_rows_read) &&
+	diag "dlq rows read by the listing: $((after - before)) for $MEM_DLQ" &&
+	test $((after - before)) -le $((5 * MEM_DLQ + 10))
+'
+
+test_expect_success 'a dead letter still reads by its name, with its facts' '
+	test_is "\"y5\"" "$(cat "$MNT/queues/dead/dlq/default/d000005")" payload &&
+	test_is 4 "$(stat -c %s "$MNT/queues/dead/dlq/default/d000007")" size &&
+	test_must_fail cat "$MNT/queues/dead/dlq/default/nosuch" 2>err &&
+	grep -q "No such file" err
+'
+
+test_done
