@@ -153,7 +153,7 @@ handle_put(struct handle *h)
 		free(h->dents[i].name);
 	free(h->dents);
 	free(h->text);
-	free(h->req);
+	api_release(h);
 	pend_put(h->pend);
 	if (h->node)
 		node_close(h->node);

@@ -5,7 +5,9 @@
 # back to the kernel and sys/stats' nodes falls back under it.  `ls -l`
 # of a big DLQ reads each dead letter by its name (an index), so the dead
 # letter rows read (sys/stats dlq_rows_read) grow with the listing, not
-# with its square (a lookup, its xattrs and its open read one row each).  The daemon's RSS after such listings stays bounded.
+# with its square (a lookup, its xattrs and its open read one row each).
+# An api/ request past 256 KiB is kept in an unlinked spool file, not the
+# heap, and the daemon's RSS goes back near idle once it has run.  The daemon's RSS after such listings stays bounded.
 . "$(dirname "$0")/lib.sh"
 mount_queenfs
 export MNT
@@ -93,6 +95,26 @@ test_expect_success 'a dead letter still reads by its name, with its facts' '
 	test_is 4 "$(stat -c %s "$MNT/queues/dead/dlq/default/d000007")" size &&
 	test_must_fail cat "$MNT/queues/dead/dlq/default/nosuch" 2>err &&
 	grep -q "No such file" err
+'
+
+test_expect_success 'a 30 MB api/push (jansson path) runs from the spool; RSS after it is back near idle' '
+	mkdir "$MNT/queues/bulk" &&
+	idle=$(rss_kib VmRSS) &&
+	"$PYTHON3" - <<-\PYEOF &&
+	import json
+	from qapi_base import *
+	items = [{"queue": "bulk", "payload": {"id": i, "t": "b" * 560}} for i in range(50000)]
+	body = json.dumps({"items": items}).encode()
+	check(len(body) > 29000000, "a body of %d bytes" % len(body))
+	ans, c = call("push", body)
+	eq("ok", c, "close")
+	eq(50000, len(ans), "one result per item")
+	eq("queued", ans[49999]["status"], "the last queued")
+	PYEOF
+	after=$(rss_kib VmRSS) &&
+	diag "VmRSS idle $idle kB, after the call $after kB" &&
+	test_is 50000 "$(stat_of "$MNT/queues/bulk/stats" messages)" messages &&
+	test "$after" -lt $((idle + 40960))
 '
 
 test_done
