@@ -22,6 +22,9 @@ sys_stat () {
 	sed -n "s/^$1 = //p" "$MNT/sys/stats"
 }
 
+# RSS says nothing under a sanitizer (shadow memory, quarantined frees)
+grep -qa __asan_init "$QUEENFS" || test_set_prereq RSS
+
 rss_kib () {
 	awk -v k="$1:" '$1 == k { print $2 }' "/proc/$DAEMON_PID/status"
 }
@@ -54,7 +57,7 @@ test_expect_success '`ls -l` of it again: the same, nodes still bounded, RSS bou
 	wait_until 30 "test \$(sys_stat nodes) -le 20100" &&
 	rss=$(rss_kib VmRSS) &&
 	diag "daemon VmRSS $rss kB, VmHWM $(rss_kib VmHWM) kB" &&
-	test "$rss" -lt 131072
+	if test_have_prereq RSS; then test "$rss" -lt 131072; fi
 '
 
 test_expect_success "dead-letter $MEM_DLQ messages through api/pop and api/ack" '
@@ -114,7 +117,7 @@ test_expect_success 'a 30 MB api/push (jansson path) runs from the spool; RSS af
 	after=$(rss_kib VmRSS) &&
 	diag "VmRSS idle $idle kB, after the call $after kB" &&
 	test_is 50000 "$(stat_of "$MNT/queues/bulk/stats" messages)" messages &&
-	test "$after" -lt $((idle + 40960))
+	if test_have_prereq RSS; then test "$after" -lt $((idle + 40960)); fi
 '
 
 test_done
