@@ -120,4 +120,21 @@ test_expect_success 'a 30 MB api/push (jansson path) runs from the spool; RSS af
 	if test_have_prereq RSS; then test "$after" -lt $((idle + 40960)); fi
 '
 
+test_expect_success 'a 12 MB base64 payload (read in place, decoded once) comes back byte for byte' '
+	mkdir "$MNT/queues/blob" &&
+	echo "max_message_bytes = 16777216" >"$MNT/queues/blob/config" &&
+	"$PYTHON3" - <<-\PYEOF
+	import base64, json, os
+	from qapi_base import *
+	data = os.urandom(12 << 20)
+	body = json.dumps({"items": [{"queue": "blob", "transactionId": "b1",
+	    "encoding": "base64", "payload": base64.b64encode(data).decode()}]}).encode()
+	ans, c = call("push", body)
+	eq("ok", c, "close")
+	eq("queued", ans[0]["status"], "queued")
+	with open(MNT + "/queues/blob/partitions/default/b1", "rb") as f:
+	    check(f.read() == data, "the same bytes")
+	PYEOF
+'
+
 test_done
