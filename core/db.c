@@ -41,7 +41,8 @@ enum stmt {
 	ST_TXN_CHECK, ST_YOUNG_PUT, ST_YOUNG_LIST, ST_YOUNG_LAST, ST_YOUNG_DROP,
 	ST_HASH_FOLD, ST_HASH_PUT, ST_HASH_COUNT, ST_HASH_SCAN,
 	ST_TXN_DELETE_PART,
-	ST_DLQ_INSERT, ST_DLQ_LIST, ST_DLQ_LIST_META, ST_DLQ_COUNT,
+	ST_DLQ_INSERT, ST_DLQ_LIST, ST_DLQ_LIST_META, ST_DLQ_GET, ST_DLQ_GET_META,
+	ST_DLQ_COUNT,
 	ST_KV_GET, ST_KV_PUT, ST_KV_DELETE, ST_KV_EXPIRY, ST_KV_LIST, ST_KV_PURGE,
 	ST_NS_GET, ST_NS_PUT, ST_NS_DELETE, ST_NS_LIST,
 	ST_TIMER_PUT, ST_TIMER_DELETE, ST_TIMER_GET, ST_TIMER_LIST, ST_TIMER_DUE,
@@ -227,6 +228,18 @@ static const char *const sql[ST__N] = {
 	    "length(d.payload) "
 	    "FROM dlq d JOIN partitions p ON p.id = d.partition_id "
 	    "WHERE d.queue_id = ?1 AND d.group_name = ?2 ORDER BY d.id",
+	/* queue id, group, partition name, txid: one name, by dlq_txid */
+	[ST_DLQ_GET] = "SELECT d.id, p.name, d.group_name, d.txid, d.error, "
+	    "d.offset, d.retry_count, d.created_at, d.failed_at, d.payload "
+	    "FROM dlq d JOIN partitions p ON p.id = d.partition_id "
+	    "WHERE d.queue_id = ?1 AND d.group_name = ?2 AND d.txid = ?4 "
+	    "AND p.name = ?3 ORDER BY d.id",
+	[ST_DLQ_GET_META] = "SELECT d.id, p.name, d.group_name, d.txid, "
+	    "d.error, d.offset, d.retry_count, d.created_at, d.failed_at, "
+	    "length(d.payload) "
+	    "FROM dlq d JOIN partitions p ON p.id = d.partition_id "
+	    "WHERE d.queue_id = ?1 AND d.group_name = ?2 AND d.txid = ?4 "
+	    "AND p.name = ?3 ORDER BY d.id",
 	[ST_DLQ_COUNT] = "SELECT count(*) FROM dlq "
 	    "WHERE queue_id = ?1 AND group_name = ?2",
 	/* ns, key, now */
@@ -1794,14 +1807,20 @@ s_dlq_insert(struct store *s, const struct dlq_row *d)
 }
 
 static int
-s_dlq_list(struct store *s, int64_t qid, const char *group, bool payload,
-    queen_dlq_cb cb, void *arg)
+s_dlq_list(struct store *s, int64_t qid, const char *group, const char *part,
+    const char *txid, bool payload, queen_dlq_cb cb, void *arg)
 {
 	sqlite3_stmt *st;
 	struct queen_dlq_entry e;
 	int rc;
 
-	STMT(s, payload ? ST_DLQ_LIST : ST_DLQ_LIST_META, st);
+	if (txid) {
+		STMT(s, payload ? ST_DLQ_GET : ST_DLQ_GET_META, st);
+		sqlite3_bind_text(st, 3, part, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 4, txid, -1, SQLITE_STATIC);
+	} else {
+		STMT(s, payload ? ST_DLQ_LIST : ST_DLQ_LIST_META, st);
+	}
 	sqlite3_bind_int64(st, 1, qid);
 	sqlite3_bind_text(st, 2, group, -1, SQLITE_STATIC);
 	while ((rc = row(s, st)) == 1) {

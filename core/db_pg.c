@@ -38,7 +38,8 @@ enum stmt {
 	ST_MSG_DELETE_PART,
 	ST_TXN_FIND_LO, ST_TXN_FIND_HI, ST_TXN_TIME, ST_TXN_PURGE,
 	ST_TXN_DELETE_PART,
-	ST_DLQ_INSERT, ST_DLQ_LIST, ST_DLQ_LIST_META, ST_DLQ_COUNT,
+	ST_DLQ_INSERT, ST_DLQ_LIST, ST_DLQ_LIST_META, ST_DLQ_GET, ST_DLQ_GET_META,
+	ST_DLQ_COUNT,
 	ST_KV_GET, ST_KV_PUT, ST_KV_DELETE, ST_KV_EXPIRY, ST_KV_LIST,
 	ST_KV_PURGE,
 	ST_NS_GET, ST_NS_PUT, ST_NS_DELETE, ST_NS_LIST,
@@ -283,6 +284,20 @@ static const struct stmt_def sql[ST__N] = {
 	    "length(d.payload)::bigint "
 	    "FROM dlq d JOIN partitions p ON p.id = d.partition_id "
 	    "WHERE d.queue_id = $1 AND d.group_name = $2 ORDER BY d.id" },
+	/* queue id, group name, partition name, txid: one name, by dlq_txid */
+	[ST_DLQ_GET] = { "dlq_get",
+	    "SELECT d.id, p.name, d.group_name, d.txid, d.error, "
+	    "d.msg_offset, d.retry_count, d.created_at, d.failed_at, d.payload "
+	    "FROM dlq d JOIN partitions p ON p.id = d.partition_id "
+	    "WHERE d.queue_id = $1 AND d.group_name = $2 AND p.name = $3 "
+	    "AND d.txid = $4 ORDER BY d.id" },
+	[ST_DLQ_GET_META] = { "dlq_get_meta",
+	    "SELECT d.id, p.name, d.group_name, d.txid, d.error, "
+	    "d.msg_offset, d.retry_count, d.created_at, d.failed_at, "
+	    "length(d.payload)::bigint "
+	    "FROM dlq d JOIN partitions p ON p.id = d.partition_id "
+	    "WHERE d.queue_id = $1 AND d.group_name = $2 AND p.name = $3 "
+	    "AND d.txid = $4 ORDER BY d.id" },
 	[ST_DLQ_COUNT] = { "dlq_count",
 	    "SELECT count(*) FROM dlq WHERE queue_id = $1 "
 	    "AND group_name = $2" },
@@ -1617,8 +1632,8 @@ pg_dlq_insert(struct store *s, const struct dlq_row *d)
 }
 
 static int
-pg_dlq_list(struct store *s, int64_t qid, const char *group, bool payload,
-    queen_dlq_cb cb, void *arg)
+pg_dlq_list(struct store *s, int64_t qid, const char *group, const char *part,
+    const char *txid, bool payload, queen_dlq_cb cb, void *arg)
 {
 	struct args a = { 0 };
 	struct queen_dlq_entry e;
@@ -1627,7 +1642,13 @@ pg_dlq_list(struct store *s, int64_t qid, const char *group, bool payload,
 
 	a_int(&a, qid);
 	a_text(&a, group);
-	r = exec(s, payload ? ST_DLQ_LIST : ST_DLQ_LIST_META, &a, &rc);
+	if (txid) {
+		a_text(&a, part);
+		a_str(&a, txid);
+		r = exec(s, payload ? ST_DLQ_GET : ST_DLQ_GET_META, &a, &rc);
+	} else {
+		r = exec(s, payload ? ST_DLQ_LIST : ST_DLQ_LIST_META, &a, &rc);
+	}
 	if (!r)
 		return rc;
 	for (i = 0; rc == 0 && i < PQntuples(r); i++) {

@@ -578,6 +578,18 @@ typedef int (*queen_dlq_cb)(void *arg, const struct queen_dlq_entry *e);
 int queen_dlq_list(struct queen *q, const char *queue, const char *group,
     bool want_payload, queen_dlq_cb cb, void *arg);
 
+/*
+ * The dead letters of (queue, group) in partition whose transactionId is
+ * txid (both required; usually one), through cb as queen_dlq_list does,
+ * read by an index: the cost of one name, not of the DLQ.  0 when none.
+ */
+int queen_dlq_get(struct queen *q, const char *queue, const char *group,
+    const char *partition, const char *txid, bool want_payload,
+    queen_dlq_cb cb, void *arg);
+
+/* Dead-letter rows read through the two calls above since open. */
+uint64_t queen_dlq_rows_read(struct queen *q);
+
 /* ---- stats ---- */
 
 struct queen_stats {

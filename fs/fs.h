@@ -144,6 +144,7 @@ struct handle {
 	unsigned nwriters;      /* past 8: any flush publishes */
 	char *req;              /* api/: the request as written */
 	size_t req_len, req_cap;
+	int req_fd;             /* api/: past API_MEM_MAX, spooled here (+1) */
 	bool req_big;           /* api/: past QUEEN_API_MAX_BODY; config,
 				 * seek: past CTL_TEXT_MAX */
 	bool ctl_dirty;         /* config, seek: written since the last FLUSH */
@@ -187,6 +188,8 @@ struct fs_state {
 	gid_t gid;
 	int64_t started;    /* ms */
 	bool debug;
+	/* where big api/ requests spill: unlinked files beside the store */
+	char spool[4096];
 };
 extern struct fs_state fs;
 void fs_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -327,7 +330,9 @@ int txid_to_name(const char *txid, char *out, size_t len);
 int name_to_txid(const char *name, char *out, size_t len);
 bool name_is_msg(const char *name);
 
-/* ops_api.c */
+/* ops_api.c: a request held in memory up to API_MEM_MAX, on disk past it */
+#define API_MEM_MAX (256u << 10)
+void api_release(struct handle *h);
 void api_read(fuse_req_t req, struct handle *h, size_t size, off_t off);
 int api_write(struct handle *h, const char *buf, size_t size, off_t off);
 void api_flush(fuse_req_t req, struct handle *h);

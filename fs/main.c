@@ -385,6 +385,15 @@ main(int argc, char **argv)
 		fprintf(stderr, "queenfs: database path: %s\n", strerror(-rc));
 		return 1;
 	}
+	if (queen_path_is_pg(db)) {
+		const char *t = getenv("TMPDIR");
+		snprintf(fs.spool, sizeof(fs.spool), "%s", t && *t ? t : "/tmp");
+	} else {
+		char *slash;
+		snprintf(fs.spool, sizeof(fs.spool), "%s", db);
+		if ((slash = strrchr(fs.spool, '/')) != NULL)
+			*(slash == fs.spool ? slash + 1 : slash) = '\0';
+	}
 	/* Open once here to report errors on the terminal; reopen after fork. */
 	if (open_store(db, sync, &q) < 0)
 		return 1;

@@ -128,8 +128,8 @@ msg_info(struct queen *q, struct node *n, bool want_payload,
 		}
 		break;
 	case K_DLQ_MSG:
-		rc = queen_dlq_list(q, n->queue, n->group, want_payload, dlq_cb,
-		    &df);
+		rc = queen_dlq_get(q, n->queue, n->group, n->part, txid,
+		    want_payload, dlq_cb, &df);
 		rc = rc < 0 ? rc : df.rc;
 		break;
 	case K_KV_KEY:

@@ -222,7 +222,8 @@ text_sys_stats(struct queen *q, const struct cred *who, char **out,
 	    "hash_filter_bytes = %llu\nhash_filter_skips = %llu\n"
 	    "hash_filter_builds = %llu\nhash_filter_building = %d\n"
 	    "page_cache_kib = %llu\nrow_cache_hits = %llu\n"
-	    "row_cache_misses = %llu\nnodes = %zu\nlookups = %llu\n",
+	    "row_cache_misses = %llu\nnodes = %zu\nlookups = %llu\n"
+	    "dlq_rows_read = %llu\n",
 	    (unsigned long long)c.pushes, (unsigned long long)c.acks,
 	    (unsigned long long)c.pops, (unsigned long long)c.commits,
 	    (unsigned long long)c.commit_failures,
@@ -235,7 +236,8 @@ text_sys_stats(struct queen *q, const struct cred *who, char **out,
 	    (unsigned long long)hs.cache_kib,
 	    (unsigned long long)hs.row_hits,
 	    (unsigned long long)hs.row_misses, nodes,
-	    (unsigned long long)atomic_load(&fs_lookups));
+	    (unsigned long long)atomic_load(&fs_lookups),
+	    (unsigned long long)queen_dlq_rows_read(q));
 	return close_text(f, out, len, rc < 0 ? rc : 0);
 }
 
