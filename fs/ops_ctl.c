@@ -47,9 +47,9 @@ ctl_reply(struct job *j)
 }
 
 /*
- * The complete lines of a config write so far (up to its last newline),
- * checked as the close would apply them, so that `echo bad=1 > config`
- * fails at its write(2): a shell reports that, not a failed close().
+ * The complete lines of a config or seek write so far (up to its last
+ * newline), checked as the close would parse them, so that `echo bad=1 >
+ * config` fails at its write(2): a shell reports that, not a failed close().
  */
 static int
 config_lines_check(struct node *n, const char *text, size_t len)
@@ -62,6 +62,16 @@ config_lines_check(struct node *n, const char *text, size_t len)
 		len--;
 	if (!len)
 		return 0;
+	if (n->kind == K_SEEK) {
+		struct ctl_seek sk;
+
+		if (ctl_seek_parse(text, len, &sk) == 0)
+			return 0;
+		node_path(n, path, sizeof(path));
+		fs_log("write %s: cannot parse position; nothing will be "
+		    "applied (EINVAL)", path);
+		return -EINVAL;
+	}
 	if (!(cfg = malloc(sizeof(*cfg))))
 		return -ENOMEM;
 	rc = ctl_config_parse(text, len, cfg, &line);
@@ -109,7 +119,7 @@ ctl_write(struct handle *h, const char *buf, size_t size)
 	}
 	if (rc == 0 || rc == -EFBIG)
 		h->ctl_dirty = true;
-	if (rc == 0 && h->node->kind == K_CONFIG && !h->ctl_bad &&
+	if (rc == 0 && !h->ctl_bad &&
 	    memchr(buf, '\n', size) && (text = malloc(h->req_len)) != NULL) {
 		len = h->req_len;
 		memcpy(text, h->req, len);
@@ -159,7 +169,7 @@ ctl_flush(fuse_req_t req, struct handle *h)
 	}
 	node_path(n, path, sizeof(path));
 	if (refused) {
-		/* its write(2) failed and said why; the close says it too */
+		/* its write(2) failed and said why; the close refuses it too */
 		fs_log("close %s: a refused line was written; nothing applied "
 		    "(EINVAL)", path);
 		fuse_reply_err(req, EINVAL);

@@ -186,7 +186,7 @@ test_expect_success PYTHON 'config: numbers past 64 bits, negative, floats and o
 " >actual &&
 		test_is write:EINVAL "$(cat actual)" "lease_time = $v" || return 1
 	done &&
-	logged "lease_time: '"'"'9999999999999999999'"'"' is not a number of seconds from 1 to 3153600000 (EINVAL)" &&
+	logged "lease_time: '"'"'9999999999999999999'"'"' is not a number of seconds from 1 to 3153600000; nothing will be applied (EINVAL)" &&
 	test_is write:EINVAL "$(sysc write "$Q/config" "max_message_bytes = 99999999999G
 ")" max_message_bytes &&
 	test_is write:EINVAL "$(sysc write "$Q/config" "wait = 86401
@@ -203,10 +203,13 @@ test_expect_success PYTHON 'seek: offsets past 18 digits, signs and dates past 9
 	for p in 9999999999999999999 -1 +1 1e3 10000-01-01T00:00:00Z \
 	    2024-13-01T00:00:00Z 2024-01-01T25:00:00Z "default -5" \
 	    "default 99999999999999999999"; do
-		test_is write:EINVAL "$(sysc write "$G/seek" "$p")" "seek $p" ||
+		test_is close:EINVAL "$(sysc write "$G/seek" "$p")" "seek $p" &&
+		test_is write:EINVAL "$(sysc write "$G/seek" "$p
+")" "seek $p, a whole line" ||
 		return 1
 	done &&
-	logged "cannot parse position (EINVAL)" &&
+	logged "close queues/n/groups/g/seek: cannot parse position; nothing applied (EINVAL)" &&
+	logged "write queues/n/groups/g/seek: cannot parse position; nothing will be applied (EINVAL)" &&
 	cat "$G/stats" >after &&
 	diff -u before after &&
 	test_is ok "$(sysc write "$G/seek" 999999999999999999)" "18 digits" &&
