@@ -22,6 +22,10 @@
 
 /* How long a pushed name stays resolvable, and a dot-file stays staged. */
 #define PUSHED_LINGER_MS 5000
+/* Error notes (user.queen.error on a leased file) kept at most, the oldest
+ * forgotten first, and the bytes one may hold: 8 MiB at the very most. */
+#define NOTE_MAX 2048
+#define NOTE_ERROR_MAX 4096
 #define STAGING_STALE_MS (3600 * 1000)
 /* The largest file the layer will hold in memory before its push. */
 #define PENDING_MAX (256u << 20)

@@ -244,6 +244,13 @@ op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		return;
 	}
 	if (n->kind == K_LEASE_MSG && strcmp(name, X_PREFIX "error") == 0) {
+		if (size > NOTE_ERROR_MAX) {
+			fs_log("setxattr %s on %s: %zu bytes, more than the %d an "
+			    "error keeps (E2BIG)", name, n->name, size,
+			    NOTE_ERROR_MAX);
+			fuse_reply_err(req, E2BIG);
+			return;
+		}
 		if (!(s = strndup(value, size))) {
 			fuse_reply_err(req, ENOMEM);
 			return;

@@ -22,6 +22,7 @@ struct note {
 };
 
 static struct note *notes;
+static unsigned nnotes;
 static void note_free(struct note *n);
 
 int64_t
@@ -354,7 +355,18 @@ note_set(const char *lease, const char *txid, const char *error, int64_t now)
 		} else {
 			n->next = notes;
 			notes = n;
+			nnotes++;
 		}
+	}
+	if (n && nnotes > NOTE_MAX) {
+		/* the newest are first: forget the oldest, whatever it said */
+		struct note **last = &notes;
+
+		while ((*last)->next)
+			last = &(*last)->next;
+		note_free(*last);
+		*last = NULL;
+		nnotes--;
 	}
 	if (n) {
 		free(n->error);
@@ -388,6 +400,7 @@ note_take(const char *lease, const char *txid)
 		e = n->error;
 		n->error = NULL;
 		note_free(n);
+		nnotes--;
 	}
 	pthread_mutex_unlock(&fs_lock);
 	return e;
@@ -416,6 +429,7 @@ note_sweep(int64_t now)
 		if (now - n->at > 86400 * 1000) {
 			*pp = n->next;
 			note_free(n);
+			nnotes--;
 		} else {
 			pp = &n->next;
 		}

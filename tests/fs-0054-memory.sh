@@ -137,4 +137,36 @@ test_expect_success 'a 12 MB base64 payload (read in place, decoded once) comes 
 	PYEOF
 '
 
+test_expect_success 'error notes: past 4096 bytes E2BIG; past 2048 notes the oldest is forgotten' '
+	mkdir "$MNT/queues/notes" &&
+	printf "batch = 2100\nwait = 1\n" >"$MNT/queues/notes/config" &&
+	"$PYTHON3" - <<-\PYEOF
+	import errno, os
+	from qapi_base import *
+	items = [{"queue": "notes", "transactionId": "n%04d" % i, "payload": "x"}
+	         for i in range(2100)]
+	ans, c = call("push", {"items": items})
+	eq("ok", c, "close")
+	q = os.environ["MNT"] + "/queues/notes/"
+	with open(q + "next") as f:
+	    lines = f.read().split()
+	eq(2100, len(lines), "one lease of 2100")
+	try:
+	    os.setxattr(q + lines[0], "user.queen.error", b"e" * 4097)
+	    check(False, "4097 bytes refused")
+	except OSError as e:
+	    eq(errno.E2BIG, e.errno, "4097 bytes: E2BIG")
+	for i, l in enumerate(lines):
+	    os.setxattr(q + l, "user.queen.error", b"why %d" % i)
+	try:
+	    os.getxattr(q + lines[0], "user.queen.error")
+	    check(False, "the first note is forgotten")
+	except OSError as e:
+	    eq(errno.ENODATA, e.errno, "the oldest: no note")
+	eq(b"why 2099", os.getxattr(q + lines[-1], "user.queen.error"), "the newest")
+	eq(b"why 52", os.getxattr(q + lines[52], "user.queen.error"), "the 2048th newest")
+	PYEOF
+	grep -q "more than the 4096 an error keeps (E2BIG)" "$DAEMON_LOG"
+'
+
 test_done
