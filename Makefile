@@ -216,15 +216,36 @@ bench: deps
 deps:
 	@.ci/deps
 
-# /etc/fstab use (type fuse.queenfs) needs queenfs on mount's PATH.
+# The daemon, its man page and its systemd unit (the unit names the
+# binary under PREFIX).  mount -t fuse.queenfs (and /etc/fstab) runs the
+# daemon through mount.fuse3's /bin/sh, which finds it only on the shell's
+# default PATH: for another PREFIX a link goes into MOUNT_LINK (empty: no
+# link; docs/queenfs.8, NOTES).
 PREFIX ?= /usr/local
+MANDIR ?= $(PREFIX)/share/man
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+MOUNT_LINK ?= /usr/sbin
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(MANDIR)/man8 \
+	    $(DESTDIR)$(UNITDIR)
 	install -m 0755 $(DAEMON) $(DESTDIR)$(PREFIX)/bin/queenfs
+	install -m 0644 docs/queenfs.8 $(DESTDIR)$(MANDIR)/man8/queenfs.8
+	sed 's|/usr/local/bin/queenfs|$(PREFIX)/bin/queenfs|' \
+	    'docs/queenfs@.service' >'$(DESTDIR)$(UNITDIR)/queenfs@.service'
+	chmod 0644 '$(DESTDIR)$(UNITDIR)/queenfs@.service'
+	@case "$(PREFIX)" in /usr|/usr/|/usr/local|/usr/local/) ;; *) \
+	    if [ -n "$(MOUNT_LINK)" ]; then \
+		echo "linking $(MOUNT_LINK)/queenfs for mount -t fuse.queenfs"; \
+		install -d $(DESTDIR)$(MOUNT_LINK) && \
+		ln -sf $(PREFIX)/bin/queenfs $(DESTDIR)$(MOUNT_LINK)/queenfs; \
+	    else \
+		echo "mount -t fuse.queenfs will not find $(PREFIX)/bin/queenfs" \
+		    "(see queenfs(8), NOTES)"; \
+	    fi ;; esac
 
 clean:
 	rm -rf build
 
-.PHONY: all test run bench check fuzz check-unit check-fs check-pg asan tsan stress check-valgrind check-layers analyze deps clean
+.PHONY: all test run bench check fuzz check-unit check-fs check-pg asan tsan stress check-valgrind check-layers analyze deps install clean
 
 -include $(CORE_OBJ:.o=.d) $(FS_OBJ:.o=.d) $(O)/fs/main.d $(UNIT_SRC:tests/%.c=$(O)/tests/%.d)
