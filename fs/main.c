@@ -46,11 +46,20 @@ static void
 usage(FILE *f)
 {
 	fputs("usage: queenfs [options] [SOURCE] MOUNTPOINT\n"
-	    "  -f                 stay in the foreground\n"
-	    "  -d                 debug (implies -f)\n"
-	    "  --db PATH          the store (default: "
-	    "$XDG_DATA_HOME/queenfs/queen.db)\n"
+	    "  -f                 stay in the foreground (log to stderr)\n"
+	    "  -d                 debug: every FUSE request on stderr "
+	    "(implies -f)\n"
+	    "  --db PATH          the SQLite store (default: "
+	    "$XDG_DATA_HOME/queenfs/queen.db,\n"
+	    "                     else ~/.local/share/queenfs/queen.db)\n"
+	    "  --db postgresql://[USER@]HOST[:PORT]/DB"
+	    "[?options=-csearch_path%3DSCHEMA]\n"
+	    "                     a PostgreSQL store that several mounts may "
+	    "share\n"
+	    "                     (PG* variables and ~/.pgpass apply)\n"
 	    "  --sync full|normal|off\n"
+	    "                     full (default): a close or rename returns "
+	    "after fsync\n"
 	    "  -o OPT[,OPT...]    FUSE mount options (allow_other, "
 	    "default_permissions, ...),\n"
 	    "                     and db=PATH, sync=MODE as in /etc/fstab;\n"
@@ -58,7 +67,18 @@ usage(FILE *f)
 	    "default_permissions\n"
 	    "                     (added if missing: the modes shown are "
 	    "enforced)\n"
-	    "  -V, --version      print the version\n", f);
+	    "  -h, --help         print this help\n"
+	    "  -V, --version      print the version\n"
+	    "\n"
+	    "Logs: with -f or -d to stderr, otherwise to syslog (facility "
+	    "daemon,\n"
+	    "ident queenfs: journalctl -t queenfs).  Every refused call is "
+	    "logged\n"
+	    "with its reason.\n"
+	    "Config keys of queues and groups: cat MOUNTPOINT/queues/Q/config; "
+	    "each\n"
+	    "is described in queenfs(8) and docs/config.md.\n"
+	    "Unmount: fusermount3 -u MOUNTPOINT (also after a crash).\n", f);
 }
 
 /* Split one -o list: ours are kept, fstab-only ones dropped, the rest to FUSE. */
