@@ -231,6 +231,7 @@ struct store_ops {
 	int (*dlq_list)(struct store *st, int64_t queue_id, const char *group,
 	    const char *part, const char *txid, bool payload, queen_dlq_cb cb,
 	    void *arg);
+	int (*dlq_delete)(struct store *st, int64_t id);
 	int (*dlq_count)(struct store *st, int64_t queue_id, const char *group,
 	    int64_t *out);
 
@@ -417,6 +418,8 @@ int timer_cancel_locked(struct queen *q, const char *queue, const char *key);
 int push_items(struct queen *q, const struct queen_push_item *items,
     size_t n, bool create_excl, struct queen_push_result *res,
     int *dup_index);
+int push_again(struct queen *q, const struct queen_push_item *it,
+    struct queen_push_result *res);
 
 /* ack.c */
 int dead_letter(struct queen *q, const struct queue_row *qr,

@@ -42,7 +42,7 @@ enum stmt {
 	ST_HASH_FOLD, ST_HASH_PUT, ST_HASH_COUNT, ST_HASH_SCAN,
 	ST_TXN_DELETE_PART,
 	ST_DLQ_INSERT, ST_DLQ_LIST, ST_DLQ_LIST_META, ST_DLQ_GET, ST_DLQ_GET_META,
-	ST_DLQ_COUNT,
+	ST_DLQ_COUNT, ST_DLQ_DELETE,
 	ST_KV_GET, ST_KV_PUT, ST_KV_DELETE, ST_KV_EXPIRY, ST_KV_LIST, ST_KV_PURGE,
 	ST_NS_GET, ST_NS_PUT, ST_NS_DELETE, ST_NS_LIST,
 	ST_TIMER_PUT, ST_TIMER_DELETE, ST_TIMER_GET, ST_TIMER_LIST, ST_TIMER_DUE,
@@ -242,6 +242,7 @@ static const char *const sql[ST__N] = {
 	    "AND p.name = ?3 ORDER BY d.id",
 	[ST_DLQ_COUNT] = "SELECT count(*) FROM dlq "
 	    "WHERE queue_id = ?1 AND group_name = ?2",
+	[ST_DLQ_DELETE] = "DELETE FROM dlq WHERE id = ?1",
 	/* ns, key, now */
 	[ST_KV_GET] = "SELECT value, version, expires_at, updated_at FROM kv "
 	    "WHERE ns = ?1 AND key = ?2 AND " LIVE_KV,
@@ -1848,6 +1849,16 @@ s_dlq_list(struct store *s, int64_t qid, const char *group, const char *part,
 }
 
 static int
+s_dlq_delete(struct store *s, int64_t id)
+{
+	sqlite3_stmt *st;
+
+	STMT(s, ST_DLQ_DELETE, st);
+	sqlite3_bind_int64(st, 1, id);
+	return run(s, st);
+}
+
+static int
 s_dlq_count(struct store *s, int64_t qid, const char *group, int64_t *out)
 {
 	sqlite3_stmt *st;
@@ -2319,6 +2330,7 @@ static const struct store_ops sqlite_ops = {
 	.txn_purge = s_txn_purge,
 	.dlq_insert = s_dlq_insert,
 	.dlq_list = s_dlq_list,
+	.dlq_delete = s_dlq_delete,
 	.dlq_count = s_dlq_count,
 	.kv_get = s_kv_get,
 	.kv_put = s_kv_put,

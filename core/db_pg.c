@@ -39,7 +39,7 @@ enum stmt {
 	ST_TXN_FIND_LO, ST_TXN_FIND_HI, ST_TXN_TIME, ST_TXN_PURGE,
 	ST_TXN_DELETE_PART,
 	ST_DLQ_INSERT, ST_DLQ_LIST, ST_DLQ_LIST_META, ST_DLQ_GET, ST_DLQ_GET_META,
-	ST_DLQ_COUNT,
+	ST_DLQ_COUNT, ST_DLQ_DELETE,
 	ST_KV_GET, ST_KV_PUT, ST_KV_DELETE, ST_KV_EXPIRY, ST_KV_LIST,
 	ST_KV_PURGE,
 	ST_NS_GET, ST_NS_PUT, ST_NS_DELETE, ST_NS_LIST,
@@ -301,6 +301,7 @@ static const struct stmt_def sql[ST__N] = {
 	[ST_DLQ_COUNT] = { "dlq_count",
 	    "SELECT count(*) FROM dlq WHERE queue_id = $1 "
 	    "AND group_name = $2" },
+	[ST_DLQ_DELETE] = { "dlq_delete", "DELETE FROM dlq WHERE id = $1" },
 	/* ns, key, now */
 	[ST_KV_GET] = { "kv_get",
 	    "SELECT value, version, expires_at, updated_at FROM kv "
@@ -1675,6 +1676,15 @@ pg_dlq_list(struct store *s, int64_t qid, const char *group, const char *part,
 }
 
 static int
+pg_dlq_delete(struct store *s, int64_t id)
+{
+	struct args a = { 0 };
+
+	a_int(&a, id);
+	return run(s, ST_DLQ_DELETE, &a, NULL);
+}
+
+static int
 pg_dlq_count(struct store *s, int64_t qid, const char *group, int64_t *out)
 {
 	struct args a = { 0 };
@@ -2075,6 +2085,7 @@ static const struct store_ops pg_ops = {
 	.txn_purge = pg_txn_purge,
 	.dlq_insert = pg_dlq_insert,
 	.dlq_list = pg_dlq_list,
+	.dlq_delete = pg_dlq_delete,
 	.dlq_count = pg_dlq_count,
 	.kv_get = pg_kv_get,
 	.kv_put = pg_kv_put,

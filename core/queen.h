@@ -587,7 +587,27 @@ int queen_dlq_get(struct queen *q, const char *queue, const char *group,
     const char *partition, const char *txid, bool want_payload,
     queen_dlq_cb cb, void *arg);
 
-/* Dead-letter rows read through the two calls above since open. */
+/*
+ * queen_dlq_requeue - push the dead letter of (queue, group) named txid in
+ * partition again, as one unit with its removal from the DLQ: a new
+ * message at the partition's tail (*offset, when not NULL) under the same
+ * transactionId, never judged a duplicate, with the same body.  Every
+ * group whose cursor is before that offset reads it (ordering within the
+ * partition is by offset, so it comes after what was pushed before it).
+ * -ENOENT no such queue or dead letter, -EINVAL bad names, -EOVERFLOW
+ * partition full, storage errnos; nothing changes on an error.
+ */
+int queen_dlq_requeue(struct queen *q, const char *queue, const char *group,
+    const char *partition, const char *txid, int64_t *offset);
+
+/*
+ * queen_dlq_purge - delete the dead letter(s) of (queue, group) named txid
+ * in partition.  -ENOENT none, -EINVAL bad names, storage errnos.
+ */
+int queen_dlq_purge(struct queen *q, const char *queue, const char *group,
+    const char *partition, const char *txid);
+
+/* Dead-letter rows read through queen_dlq_list and queen_dlq_get. */
 uint64_t queen_dlq_rows_read(struct queen *q);
 
 /* ---- stats ---- */

@@ -328,6 +328,11 @@ void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
 void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
 
+/* ops_dlq.c: requeue (rename) and purge (unlink) of dead letters */
+int dlq_rename(fuse_req_t req, struct node *p, const char *name,
+    struct node *np, const char *newname, const char *what);
+int dlq_unlink(fuse_req_t req, struct node *p, const char *name);
+
 /* name.c: transactionIds as file names (reversible; see name.c) */
 #define NAME_MAX_BYTES 255
 int txid_to_name(const char *txid, char *out, size_t len);

@@ -232,7 +232,11 @@ op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	    newname);
 	if (flags & ~RENAME_NOREPLACE)
 		rc = -EINVAL;
-	else if (np->kind == K_SINK || np->kind == K_DLQ)
+	else if (p->kind == K_DLQ_PART) {
+		if ((rc = dlq_rename(req, p, name, np, newname, what)) < 0)
+			fuse_reply_err(req, -rc);
+		return;
+	} else if (np->kind == K_SINK || np->kind == K_DLQ)
 		rc = ack_rename(req, p, name, np, newname, what);
 	else if (p == np && (p->kind == K_QUEUE || p->kind == K_PART))
 		rc = stage_rename(req, p, name, newname);

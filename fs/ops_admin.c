@@ -229,6 +229,13 @@ op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	} else {
 		pend_put(pe);
 	}
+	if (p->kind == K_DLQ_PART) {
+		int rc = dlq_unlink(req, p, name);
+
+		if (rc < 0)
+			fuse_reply_err(req, -rc);
+		return;
+	}
 	if (p->kind != K_KV_NS && p->kind != K_TIMERS) {
 		fuse_reply_err(req, EPERM);
 		return;
