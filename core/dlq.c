@@ -94,26 +94,21 @@ queen_dlq_requeue(struct queen *q, const char *queue, const char *group,
 
 	if ((rc = tx_begin(q)) != 0)
 		return rc;
-	do {
-		if ((rc = pick(q, queue, group, partition, txid, true, &pk,
-		    &qr)) != 0)
-			break;
-		memset(&it, 0, sizeof(it));
-		it.queue = queue;
-		it.partition = partition;
-		it.txid = txid;
-		it.payload = pk.payload;
-		it.len = pk.len;
-		if ((rc = push_again(q, &it, &r)) != 0)
-			break;
-		if ((rc = drop_rows(q, &pk)) != 0)
-			break;
-		if (pk.more)
-			rc = queen_err(q, -EAGAIN, "over 64 dead letters by "
-			    "one name");
-		else if (offset)
-			*offset = r.offset;
-	} while (0);
+	if ((rc = pick(q, queue, group, partition, txid, true, &pk, &qr)) != 0)
+		goto out_free;
+	memset(&it, 0, sizeof(it));
+	it.queue = queue;
+	it.partition = partition;
+	it.txid = txid;
+	it.payload = pk.payload;
+	it.len = pk.len;
+	if ((rc = push_again(q, &it, &r)) != 0 || (rc = drop_rows(q, &pk)) != 0)
+		goto out_free;
+	if (pk.more)
+		rc = queen_err(q, -EAGAIN, "over 64 dead letters by one name");
+	else if (offset)
+		*offset = r.offset;
+out_free:
 	free(pk.payload);
 	return tx_end(q, rc);
 }
