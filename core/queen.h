@@ -519,7 +519,11 @@ struct queen_group_info {
 int queen_group_ensure(struct queen *q, const char *queue, const char *group);
 int queen_group_get(struct queen *q, const char *queue, const char *group,
     struct queen_group_info *out);
-/* Drops the group's cursors and leases (its DLQ entries stay). */
+/*
+ * Drops the group and its cursors (its DLQ entries stay).  -ENOTEMPTY
+ * while a lease of the group is live (nothing changes), -ENOENT no such
+ * queue or group, -EPERM for the queue-mode group.
+ */
 int queen_group_delete(struct queen *q, const char *queue, const char *group);
 int queen_group_set_owner(struct queen *q, const char *queue,
     const char *group, const struct queen_owner *own);

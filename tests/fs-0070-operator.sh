@@ -78,4 +78,33 @@ test_expect_success 'a group dead letter: requeue through groups/<g>/dlq, purge 
 	test_is 8 "$(getfattr --only-values -n user.queen.offset "$Q/partitions/default/d1")" "offset of the requeued copy"
 '
 
+test_expect_success 'a lookup makes no group: ls groups lists only groups that exist' '
+	q_init gq &&
+	echo "wait = 1" >"$Q/config" &&
+	printf x >"$Q/k1" &&
+	ls "$Q/groups/ghost/" >/dev/null &&
+	ls -A "$Q/groups" >actual &&
+	test_line_count = 0 actual &&
+	sysc rmdir "$Q/groups/ghost" >actual &&
+	echo rmdir:ENOENT >expect && test_cmp expect actual
+'
+
+test_expect_success 'rmdir of a group with a live lease: ENOTEMPTY, logged, nothing changes' '
+	G="$Q/groups/busy" &&
+	echo "wait = 1" >"$G/config" &&
+	gpop "$G" && test_is k1 "$TXID" txid &&
+	sysc rmdir "$G" >actual &&
+	echo rmdir:ENOTEMPTY >expect && test_cmp expect actual &&
+	grep -q "group .busy. holds 1 live lease" "$DAEMON_LOG" &&
+	ls "$Q/groups" >actual && echo busy >expect && test_cmp expect actual &&
+	test -d "$G/leased/${LINE#leased/}" -o -f "$MSG"
+'
+
+test_expect_success 'once the lease is acked, rmdir deletes the group' '
+	mv "$MSG" "$G/ack/" &&
+	rmdir "$G" &&
+	ls -A "$Q/groups" >actual &&
+	test_line_count = 0 actual
+'
+
 test_done
