@@ -627,11 +627,31 @@ struct queen_stats {
 	int64_t duplicates;
 	int64_t groups;
 	int64_t oldest_waiting; /* created_at of the oldest undelivered; 0 */
+	int64_t oldest_age;     /* ms since oldest_waiting (0: none waits) */
 };
 
 /* For one group (NULL: queue mode) of the queue. */
 int queen_stats_get(struct queen *q, const char *queue, const char *group,
     struct queen_stats *out);
+
+/* One queue over all its groups (sys/queues). */
+struct queen_queue_summary {
+	int64_t messages;       /* retained */
+	int64_t depth;          /* past the queue-mode cursors */
+	int64_t oldest_age;     /* ms: the oldest message some group (queue
+				 * mode included) still waits for; 0: none */
+	int64_t groups;         /* named groups */
+	int64_t lag;            /* the most any named group has to read */
+	int64_t leases;         /* live, queue mode and groups */
+	int64_t dlq;            /* dead letters, queue mode and groups */
+};
+
+/*
+ * queen_queue_summary - fill *out for queue.  -ENOENT no such queue,
+ * storage errnos.
+ */
+int queen_queue_summary(struct queen *q, const char *queue,
+    struct queen_queue_summary *out);
 
 /* ---- maintenance ---- */
 

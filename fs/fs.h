@@ -60,6 +60,7 @@ enum kind {
 	K_KV_KEY,
 	K_SYS,
 	K_SYS_STATS,
+	K_SYS_QUEUES,
 	K_SYS_METRICS,
 	K_SYS_VERSION,
 	K_SYS_HEALTH,
@@ -282,6 +283,9 @@ int text_sys_stats(struct queen *q, const struct cred *c, char **out,
 int text_metrics(struct queen *q, const struct cred *c, char **out,
     size_t *len);
 int text_health(struct queen *q, char **out, size_t *len);
+/* text_queues.c */
+int text_sys_queues(struct queen *q, const struct cred *c, char **out,
+    size_t *len);
 
 /* ops_*.c: the handlers */
 void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);

@@ -48,6 +48,7 @@ static const struct dirtab api_tab[] = {
 
 static const struct dirtab sys_tab[] = {
 	{ "stats", K_SYS_STATS, NULL },
+	{ "queues", K_SYS_QUEUES, NULL },
 	{ "metrics", K_SYS_METRICS, NULL },
 	{ "version", K_SYS_VERSION, NULL },
 	{ "health", K_SYS_HEALTH, NULL },

@@ -79,7 +79,8 @@ entry_timeout_of(const struct node *n)
 {
 	switch (n->kind) {
 	case K_CONFIG: case K_STATS: case K_NEXT: case K_SEEK:
-	case K_LEASE_MSG: case K_SYS_STATS: case K_SYS_METRICS:
+	case K_LEASE_MSG: case K_SYS_STATS: case K_SYS_QUEUES:
+	case K_SYS_METRICS:
 	case K_SYS_HEALTH: case K_API_FILE:
 		return 1.0;
 	case K_PART:

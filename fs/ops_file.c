@@ -40,6 +40,9 @@ open_run(struct job *j, struct queen *q)
 	case K_SYS_STATS:
 		j->rc = text_sys_stats(q, &oj->c, &h->text, &h->len);
 		break;
+	case K_SYS_QUEUES:
+		j->rc = text_sys_queues(q, &oj->c, &h->text, &h->len);
+		break;
 	case K_SYS_METRICS:
 		j->rc = text_metrics(q, &oj->c, &h->text, &h->len);
 		break;

@@ -107,4 +107,33 @@ test_expect_success 'once the lease is acked, rmdir deletes the group' '
 	test_line_count = 0 actual
 '
 
+test_expect_success 'sys/queues: a header and one aligned line per queue' '
+	q_init sq &&
+	echo "wait = 1" >"$Q/config" &&
+	for i in 1 2 3 4; do printf x >"$Q/s$i" || return 1; done &&
+	G="$Q/groups/sg" && echo "wait = 1" >"$G/config" &&
+	gpop "$G" && mv "$MSG" "$G/ack/" &&
+	gpop "$G" && mv "$MSG" "$G/dlq/" &&
+	gpop "$G" &&
+	cat "$MNT/sys/queues" >out &&
+	head -n 1 out | tr -s " " >actual &&
+	echo "QUEUE DEPTH OLDEST GROUPS LAG LEASES DLQ" >expect &&
+	test_cmp expect actual &&
+	grep "^sq " out | awk "{print \$1, \$2, \$4, \$5, \$6, \$7}" >actual &&
+	echo "sq 4 1 2 1 1" >expect &&
+	test_cmp expect actual &&
+	grep "^sq " out | awk "{print \$3}" | grep -Eq "^([0-9]+[smhd]|-)$" &&
+	awk "{ print length(\$0) }" out | sort -u >widths &&
+	test_line_count = 1 widths
+'
+
+test_expect_success 'sys/metrics: per-group lag and the oldest waiting age' '
+	cat "$MNT/sys/metrics" >m &&
+	grep -q "^# TYPE queenfs_lag gauge$" m &&
+	grep -q "^queenfs_lag{queue=\"sq\",group=\"sg\"} 2$" m &&
+	grep -q "^queenfs_lag{queue=\"sq\",group=\"__QUEUE_MODE__\"} 4$" m &&
+	grep -q "^# TYPE queenfs_oldest_waiting_ms gauge$" m &&
+	grep -Eq "^queenfs_oldest_waiting_ms\{queue=\"sq\",group=\"sg\"\} [0-9]+$" m
+'
+
 test_done
