@@ -197,7 +197,15 @@ struct fs_state {
 	char spool[4096];
 };
 extern struct fs_state fs;
+
+/* log.c: fs_log is info; fs_logl where the level matters */
+enum fs_level { FSL_ERROR = 0, FSL_WARN, FSL_INFO, FSL_DEBUG };
 void fs_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void fs_logl(enum fs_level lv, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+int log_set_level(const char *name);
+int log_choose(const char *target, bool foreground, const char *fallback);
+void log_start(void);
 
 /* engine.c */
 int engine_start(struct queen *q);

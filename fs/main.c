@@ -7,36 +7,18 @@
 #include <errno.h>
 #include <limits.h>
 #include <malloc.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <syslog.h>
 #include <unistd.h>
 
 #include "fs.h"
 
 struct fs_state fs;
-static bool use_syslog;
-
-void
-fs_log(const char *fmt, ...)
-{
-	char line[2048];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	if (use_syslog)
-		syslog(LOG_NOTICE, "%s", line);
-	else
-		fprintf(stderr, "queenfs: %s\n", line);
-}
 
 struct opts {
-	const char *db, *mountpoint, *sync;
+	const char *db, *mountpoint, *sync, *log, *log_level;
 	bool foreground, debug;
 	int added_dp;   /* allow_other came without default_permissions */
 	char fuse_o[4096];
@@ -51,9 +33,16 @@ usage(FILE *f)
 	    "  --db PATH          the store (default: "
 	    "$XDG_DATA_HOME/queenfs/queen.db)\n"
 	    "  --sync full|normal|off\n"
+	    "  --log FILE|stderr|syslog\n"
+	    "                     where the log goes (default: stderr with -f,\n"
+	    "                     else syslog; without a /dev/log socket, the\n"
+	    "                     file queenfs.log beside the store, and\n"
+	    "                     stderr says so)\n"
+	    "  --log-level error|warn|info|debug   (default: info)\n"
 	    "  -o OPT[,OPT...]    FUSE mount options (allow_other, "
 	    "default_permissions, ...),\n"
-	    "                     and db=PATH, sync=MODE as in /etc/fstab;\n"
+	    "                     and db=PATH, sync=MODE, log=, log_level=\n"
+	    "                     as in /etc/fstab;\n"
 	    "                     allow_other always comes with "
 	    "default_permissions\n"
 	    "                     (added if missing: the modes shown are "
@@ -78,6 +67,10 @@ add_o(struct opts *o, char *list)
 			o->db = t + 3;
 		else if (strncmp(t, "sync=", 5) == 0)
 			o->sync = t + 5;
+		else if (strncmp(t, "log=", 4) == 0)
+			o->log = t + 4;
+		else if (strncmp(t, "log_level=", 10) == 0)
+			o->log_level = t + 10;
 		else if (!skip) {
 			size_t at = strlen(o->fuse_o);
 			if (at + strlen(t) + 2 >= sizeof(o->fuse_o))
@@ -146,6 +139,14 @@ parse_args(int argc, char **argv, struct opts *o)
 			o->sync = argv[++i];
 		} else if (strncmp(a, "--sync=", 7) == 0) {
 			o->sync = a + 7;
+		} else if (strcmp(a, "--log") == 0 && i + 1 < argc) {
+			o->log = argv[++i];
+		} else if (strncmp(a, "--log=", 6) == 0) {
+			o->log = a + 6;
+		} else if (strcmp(a, "--log-level") == 0 && i + 1 < argc) {
+			o->log_level = argv[++i];
+		} else if (strncmp(a, "--log-level=", 12) == 0) {
+			o->log_level = a + 12;
 		} else if (strcmp(a, "-o") == 0 && i + 1 < argc) {
 			if (add_o(o, argv[++i]) < 0)
 				return -1;
@@ -333,7 +334,7 @@ open_store(const char *path, enum queen_sync sync, struct queen **q)
 		hint = "another process holds it (a queenfs mounted on it?)";
 	else
 		hint = strerror(-rc);
-	fs_log("cannot open %s: %s (%s)", shown_path(path, shown,
+	fs_logl(FSL_ERROR, "cannot open %s: %s (%s)", shown_path(path, shown,
 	    sizeof(shown)), hint, why[0] ? why : strerror(-rc));
 	return rc;
 }
@@ -381,6 +382,11 @@ main(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (o.log_level && log_set_level(o.log_level) < 0) {
+		fprintf(stderr, "queenfs: --log-level: error, warn, info or "
+		    "debug\n");
+		return 2;
+	}
 	if ((rc = db_path(o.db, db, sizeof(db))) < 0) {
 		fprintf(stderr, "queenfs: database path: %s\n", strerror(-rc));
 		return 1;
@@ -393,6 +399,16 @@ main(int argc, char **argv)
 		snprintf(fs.spool, sizeof(fs.spool), "%s", db);
 		if ((slash = strrchr(fs.spool, '/')) != NULL)
 			*(slash == fs.spool ? slash + 1 : slash) = '\0';
+	}
+	{
+		char fallback[PATH_MAX + 16];
+
+		size_t sl = strlen(fs.spool);
+
+		snprintf(fallback, sizeof(fallback), "%s%squeenfs.log",
+		    fs.spool, sl && fs.spool[sl - 1] == '/' ? "" : "/");
+		if (log_choose(o.log, o.foreground, fallback) < 0)
+			return 2;
 	}
 	/* Open once here to report errors on the terminal; reopen after fork. */
 	if (open_store(db, sync, &q) < 0)
@@ -425,10 +441,7 @@ main(int argc, char **argv)
 		goto out_signals;
 	if (fuse_daemonize(o.foreground) != 0)
 		goto out_unmount;
-	if (!o.foreground) {
-		openlog("queenfs", LOG_PID, LOG_DAEMON);
-		use_syslog = true;
-	}
+	log_start();
 	if (o.added_dp)
 		fs_log("allow_other without default_permissions: added "
 		    "default_permissions, so that the kernel enforces the "
@@ -436,7 +449,7 @@ main(int argc, char **argv)
 	if (open_store(db, sync, &q) < 0)
 		goto out_unmount;
 	if ((rc = engine_start(q)) < 0) {
-		fs_log("engine: %s", strerror(-rc));
+		fs_logl(FSL_ERROR, "engine: %s", strerror(-rc));
 		queen_close(q);
 		goto out_unmount;
 	}
