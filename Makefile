@@ -66,6 +66,7 @@ test: deps
 
 run: deps
 	$(MAKE) all
+	@sh tools/unstale-mount.sh $(MNT)
 	@mkdir -p $(MNT)
 	@echo "queenfs: mounting on $(MNT) (database: $(DB)); Ctrl-C unmounts"
 	$(DAEMON) -f $(if $(DB),--db $(DB)) $(MNT)
