@@ -7,6 +7,7 @@ mount_queenfs
 UNSTALE="$TEST_DIRECTORY/../tools/unstale-mount.sh"
 # cleanup_ unmounts $TRASH/st should a case fail with it still mounted
 EXTRA_MOUNTS="$EXTRA_MOUNTS st"
+mkdir -p "$TRASH/.extra"
 
 test_expect_success 'setup: a second daemon, killed with -9, leaves ENOTCONN' '
 	mkdir "$TRASH/st" &&
