@@ -47,11 +47,15 @@ int
 queen_queue_summary(struct queen *q, const char *queue,
     struct queen_queue_summary *out)
 {
-	struct gather g = { q, queue, out, 0 };
+	struct gather g;
 	struct queen_stats st;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
+	g.q = q;
+	g.queue = queue;
+	g.out = out;
+	g.rc = 0;
 	if ((rc = queen_stats_get(q, queue, NULL, &st)) != 0)
 		return rc;
 	out->messages = st.messages;
