@@ -21,11 +21,11 @@ ifeq ($(WERROR),1)
 WARN += -Werror
 endif
 OPT ?= -O2 -g
-CFLAGS_ALL = -std=c11 -D_XOPEN_SOURCE=700 -D_DEFAULT_SOURCE -pthread \
+CFLAGS_ALL = -std=c11 -D_XOPEN_SOURCE=700 -D_DEFAULT_SOURCE -pthread -Icore \
 	$(OPT) $(WARN) $(PKG_CFLAGS) $(EXTRA_CFLAGS) -MMD -MP
 LDFLAGS_ALL = -pthread $(EXTRA_LDFLAGS)
 
-CORE_SRC = $(wildcard core/*.c)
+CORE_SRC = $(wildcard core/*.c core/sqlite/*.c core/pg/*.c core/api/*.c)
 FS_SRC = $(filter-out fs/main.c,$(wildcard fs/*.c))
 UNIT_SRC = $(wildcard tests/t-*.c)
 EX_SRC = $(wildcard examples/*.c)
@@ -127,7 +127,7 @@ stress: all
 	    prove -v $(PROVE_FLAGS) tests/fs-0034-stress.sh
 
 check-layers:
-	@! grep -n '#include.*fuse' core/*.c core/*.h
+	@! grep -rn '#include.*fuse' core
 	@! grep -n '#include.*\(sqlite3\|xxhash\)' fs/*.c fs/*.h
 	@echo layers ok
 
@@ -136,7 +136,7 @@ check-layers:
 # then cppcheck with the checked-in .cppcheck-suppress (one reason per
 # line).  `make -j analyze` runs the files in parallel.
 ANALYZE_CC ?= gcc
-ANALYZE_CFLAGS = -std=c11 -D_XOPEN_SOURCE=700 -D_DEFAULT_SOURCE -pthread \
+ANALYZE_CFLAGS = -std=c11 -D_XOPEN_SOURCE=700 -D_DEFAULT_SOURCE -pthread -Icore \
 	-O1 -g -fanalyzer -fdiagnostics-plain-output $(PKG_CFLAGS)
 ANALYZE_LOG = $(patsubst %.c,$(O)/analyze/%.log,$(CORE_SRC) $(FS_SRC) fs/main.c)
 # -fanalyzer findings judged false positives, as file:function:option.
@@ -186,13 +186,13 @@ analyze: $(ANALYZE_LOG)
 # tests/fuzz/corpus/ grows as it finds new paths.  Any crash file it
 # leaves is a bug: add it to the corpus as a regression case.
 FUZZ_SECONDS ?= 60
-FUZZ_CC = clang -std=c11 -D_XOPEN_SOURCE=700 -D_DEFAULT_SOURCE -g -O1 \
+FUZZ_CC = clang -std=c11 -D_XOPEN_SOURCE=700 -D_DEFAULT_SOURCE -Icore -g -O1 \
 	-fsanitize=fuzzer,address,undefined $(PKG_CFLAGS)
 fuzz: deps
 	@mkdir -p build/fuzz
 	$(FUZZ_CC) -o build/fuzz/fuzz-ctl tests/fuzz/fuzz-ctl.c fs/ctl.c \
 	    core/rfc3339.c
-	$(FUZZ_CC) -o build/fuzz/fuzz-api tests/fuzz/fuzz-api.c core/*.c \
+	$(FUZZ_CC) -o build/fuzz/fuzz-api tests/fuzz/fuzz-api.c $(CORE_SRC) \
 	    $(CORE_LIBS)
 	build/fuzz/fuzz-ctl -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
 	    tests/fuzz/corpus/config tests/fuzz/corpus/seek
