@@ -604,7 +604,7 @@ exec(struct store *s, enum stmt id, const struct args *a, int *rc)
 
 /* A statement that returns no rows we need; *changed if not NULL. */
 static int
-run(struct store *s, enum stmt id, const struct args *a, int64_t *changed)
+pg_run(struct store *s, enum stmt id, const struct args *a, int64_t *changed)
 {
 	int rc;
 	PGresult *r = exec(s, id, a, &rc);
@@ -619,7 +619,7 @@ static int
 changed_or_enoent(struct store *s, enum stmt id, const struct args *a)
 {
 	int64_t n;
-	int rc = run(s, id, a, &n);
+	int rc = pg_run(s, id, a, &n);
 
 	return rc == 0 && n == 0 ? -ENOENT : rc;
 }
@@ -666,7 +666,7 @@ col_str(const PGresult *r, int row, int col)
 }
 
 static void
-col_text(const PGresult *r, int row, int col, char *buf, size_t len)
+pg_col_text(const PGresult *r, int row, int col, char *buf, size_t len)
 {
 	const char *t = col_str(r, row, col);
 
@@ -674,7 +674,7 @@ col_text(const PGresult *r, int row, int col, char *buf, size_t len)
 }
 
 static int
-one_int(struct store *s, enum stmt id, const struct args *a, int64_t *out)
+pg_one_int(struct store *s, enum stmt id, const struct args *a, int64_t *out)
 {
 	int rc;
 	PGresult *r = exec(s, id, a, &rc);
@@ -794,7 +794,7 @@ read_queue(const PGresult *r, int i, struct queue_row *q)
 	int k;
 
 	q->id = col_int(r, i, 0);
-	col_text(r, i, 1, q->name, sizeof(q->name));
+	pg_col_text(r, i, 1, q->name, sizeof(q->name));
 	q->created_at = col_int(r, i, 2);
 	q->owner.uid = (uid_t)col_int(r, i, 3);
 	q->owner.gid = (gid_t)col_int(r, i, 4);
@@ -901,7 +901,7 @@ pg_queue_update(struct store *s, const struct queue_row *q)
 
 	args_queue(&a, q);
 	a_int(&a, q->id);
-	return run(s, ST_QUEUE_UPDATE, &a, NULL);
+	return pg_run(s, ST_QUEUE_UPDATE, &a, NULL);
 }
 
 static int
@@ -912,9 +912,9 @@ delete_part_rows(struct store *s, int64_t pid)
 
 	a_int(&a, PB(pid));
 	a_int(&a, PB(pid) + MAX_OFFSET);
-	if ((rc = run(s, ST_MSG_DELETE_PART, &a, NULL)) != 0)
+	if ((rc = pg_run(s, ST_MSG_DELETE_PART, &a, NULL)) != 0)
 		return rc;
-	return run(s, ST_TXN_DELETE_PART, &a, NULL);
+	return pg_run(s, ST_TXN_DELETE_PART, &a, NULL);
 }
 
 static int
@@ -936,7 +936,7 @@ pg_queue_delete(struct store *s, int64_t id)
 	if ((rc = pg_part_list(s, id, "", drop_part, s)) != 0)
 		return rc;
 	a_int(&a, id);
-	return run(s, ST_QUEUE_DELETE, &a, NULL);
+	return pg_run(s, ST_QUEUE_DELETE, &a, NULL);
 }
 
 static int
@@ -964,10 +964,10 @@ pg_queue_usage(struct store *s, int64_t id, int64_t *msgs, int64_t *groups,
 	int rc;
 
 	a_int(&a, id);
-	if ((rc = one_int(s, ST_QUEUE_MSGS, &a, msgs)) != 0 ||
-	    (rc = one_int(s, ST_QUEUE_GROUPS, &a, groups)) != 0)
+	if ((rc = pg_one_int(s, ST_QUEUE_MSGS, &a, msgs)) != 0 ||
+	    (rc = pg_one_int(s, ST_QUEUE_GROUPS, &a, groups)) != 0)
 		return rc;
-	return one_int(s, ST_QUEUE_TIMERS, &a, timers);
+	return pg_one_int(s, ST_QUEUE_TIMERS, &a, timers);
 }
 
 /* ---- partitions ---- */
@@ -977,8 +977,8 @@ read_part(const PGresult *r, int i, struct part_row *p)
 {
 	p->id = col_int(r, i, 0);
 	p->queue_id = col_int(r, i, 1);
-	col_text(r, i, 2, p->name, sizeof(p->name));
-	col_text(r, i, 3, p->uuid, sizeof(p->uuid));
+	pg_col_text(r, i, 2, p->name, sizeof(p->name));
+	pg_col_text(r, i, 3, p->uuid, sizeof(p->uuid));
 	p->head = col_int(r, i, 4);
 	p->tail = col_int(r, i, 5);
 	p->txns_start = col_int(r, i, 6);
@@ -1066,7 +1066,7 @@ pg_part_update(struct store *s, const struct part_row *p)
 	a_int(&a, p->last_push_at);
 	a_int(&a, p->duplicates);
 	a_int(&a, p->id);
-	return run(s, ST_PART_UPDATE, &a, NULL);
+	return pg_run(s, ST_PART_UPDATE, &a, NULL);
 }
 
 /*
@@ -1112,7 +1112,7 @@ read_group(const PGresult *r, int i, struct group_row *g)
 {
 	g->id = col_int(r, i, 0);
 	g->queue_id = col_int(r, i, 1);
-	col_text(r, i, 2, g->name, sizeof(g->name));
+	pg_col_text(r, i, 2, g->name, sizeof(g->name));
 	g->mode = col_int(r, i, 3);
 	g->since = col_int(r, i, 4);
 	g->created_at = col_int(r, i, 5);
@@ -1211,7 +1211,7 @@ pg_group_update(struct store *s, const struct group_row *g)
 
 	args_group(&a, g);
 	a_int(&a, g->id);
-	return run(s, ST_GROUP_UPDATE, &a, NULL);
+	return pg_run(s, ST_GROUP_UPDATE, &a, NULL);
 }
 
 static int
@@ -1220,7 +1220,7 @@ pg_group_delete(struct store *s, int64_t id)
 	struct args a = { 0 };
 
 	a_int(&a, id);
-	return run(s, ST_GROUP_DELETE, &a, NULL);
+	return pg_run(s, ST_GROUP_DELETE, &a, NULL);
 }
 
 static int
@@ -1284,7 +1284,7 @@ read_cursor(struct store *s, const PGresult *r, int i, struct cursor_row *c)
 	c->group_id = col_int(r, i, 1);
 	c->committed = col_int(r, i, 2);
 	c->batch_end = col_int(r, i, 3);
-	col_text(r, i, 4, c->lease_id, sizeof(c->lease_id));
+	pg_col_text(r, i, 4, c->lease_id, sizeof(c->lease_id));
 	c->lease_expires_at = col_int(r, i, 5);
 	c->retry_count = col_int(r, i, 6);
 	c->next_at = col_int(r, i, 7);
@@ -1336,8 +1336,8 @@ pg_cursor_put(struct store *s, const struct cursor_row *c)
 	a_int(&a, c->retry_count);
 	a_int(&a, c->next_at);
 	if (s->adopted && c->group_id == s->adopted && !seen)
-		return run(s, ST_CUR_PUT_NEW, &a, NULL);
-	return run(s, ST_CUR_PUT, &a, NULL);
+		return pg_run(s, ST_CUR_PUT_NEW, &a, NULL);
+	return pg_run(s, ST_CUR_PUT, &a, NULL);
 }
 
 static int
@@ -1408,7 +1408,7 @@ pg_cursor_wake(struct store *s, int64_t pid, int64_t at)
 
 	a_int(&a, pid);
 	a_int(&a, at);
-	return run(s, ST_CUR_WAKE, &a, NULL);
+	return pg_run(s, ST_CUR_WAKE, &a, NULL);
 }
 
 static int
@@ -1417,7 +1417,7 @@ pg_cursor_delete_group(struct store *s, int64_t gid)
 	struct args a = { 0 };
 
 	a_int(&a, gid);
-	return run(s, ST_CUR_DEL_GROUP, &a, NULL);
+	return pg_run(s, ST_CUR_DEL_GROUP, &a, NULL);
 }
 
 static int
@@ -1426,7 +1426,7 @@ pg_cursor_min_committed(struct store *s, int64_t pid, int64_t *out)
 	struct args a = { 0 };
 
 	a_int(&a, pid);
-	return one_int(s, ST_CUR_MIN, &a, out);
+	return pg_one_int(s, ST_CUR_MIN, &a, out);
 }
 
 /* ---- messages and hash rows ---- */
@@ -1444,12 +1444,12 @@ pg_msg_append(struct store *s, int64_t pid, int64_t off, int64_t at,
 	a_str(&a, txid);
 	a_str(&a, trace);
 	a_bytes(&a, payload, len);
-	if ((rc = run(s, ST_MSG_APPEND, &a, NULL)) != 0)
+	if ((rc = pg_run(s, ST_MSG_APPEND, &a, NULL)) != 0)
 		return rc;
 	a_int(&b, PB(pid) + off);
 	a_bytes(&b, h->b, 16);
 	a_int(&b, at);
-	return run(s, ST_TXN_APPEND, &b, NULL);
+	return pg_run(s, ST_TXN_APPEND, &b, NULL);
 }
 
 static int
@@ -1491,7 +1491,7 @@ pg_msg_time(struct store *s, int64_t pid, int64_t off, int64_t *at)
 	struct args a = { 0 };
 
 	a_int(&a, PB(pid) + off);
-	return one_int(s, ST_MSG_TIME, &a, at);
+	return pg_one_int(s, ST_MSG_TIME, &a, at);
 }
 
 /* The first row's two integers; -ENOENT when there is none. */
@@ -1535,7 +1535,7 @@ pg_msg_count(struct store *s, int64_t pid, int64_t above, int64_t *out)
 
 	a_int(&a, PB(pid) + (above < 0 ? 0 : above));
 	a_int(&a, PB(pid) + MAX_OFFSET);
-	return one_int(s, ST_MSG_COUNT, &a, out);
+	return pg_one_int(s, ST_MSG_COUNT, &a, out);
 }
 
 static int
@@ -1547,7 +1547,7 @@ purge_range(struct store *s, enum stmt id, int64_t pid, int64_t upto,
 	a_int(&a, PB(pid));
 	a_int(&a, PB(pid) + upto);
 	a_int(&a, limit);
-	return run(s, id, &a, deleted);
+	return pg_run(s, id, &a, deleted);
 }
 
 static int
@@ -1586,7 +1586,7 @@ pg_txn_time(struct store *s, int64_t pid, int64_t off, int64_t *at)
 	struct args a = { 0 };
 
 	a_int(&a, PB(pid) + off);
-	return one_int(s, ST_TXN_TIME, &a, at);
+	return pg_one_int(s, ST_TXN_TIME, &a, at);
 }
 
 static int
@@ -1613,7 +1613,7 @@ pg_dlq_insert(struct store *s, const struct dlq_row *d)
 	a_int(&a, d->failed_at);
 	a_int(&a, d->retry_count);
 	a_str(&a, d->error);
-	return run(s, ST_DLQ_INSERT, &a, NULL);
+	return pg_run(s, ST_DLQ_INSERT, &a, NULL);
 }
 
 static int
@@ -1633,8 +1633,8 @@ pg_dlq_list(struct store *s, int64_t qid, const char *group, bool payload,
 	for (i = 0; rc == 0 && i < PQntuples(r); i++) {
 		memset(&e, 0, sizeof(e));
 		e.id = col_int(r, i, 0);
-		col_text(r, i, 1, e.partition, sizeof(e.partition));
-		col_text(r, i, 2, e.group, sizeof(e.group));
+		pg_col_text(r, i, 1, e.partition, sizeof(e.partition));
+		pg_col_text(r, i, 2, e.group, sizeof(e.group));
 		e.txid = col_str(r, i, 3);
 		e.error = col_str(r, i, 4);
 		e.offset = col_int(r, i, 5);
@@ -1660,7 +1660,7 @@ pg_dlq_count(struct store *s, int64_t qid, const char *group, int64_t *out)
 
 	a_int(&a, qid);
 	a_text(&a, group);
-	return one_int(s, ST_DLQ_COUNT, &a, out);
+	return pg_one_int(s, ST_DLQ_COUNT, &a, out);
 }
 
 /* ---- KV ---- */
@@ -1720,7 +1720,7 @@ pg_kv_put(struct store *s, const char *ns, const char *key, const void *data,
 	a_bytes(&a, data, len);
 	a_int(&a, expires_at);
 	a_int(&a, now);
-	return run(s, ST_KV_PUT, &a, NULL);
+	return pg_run(s, ST_KV_PUT, &a, NULL);
 }
 
 static int
@@ -1779,7 +1779,7 @@ pg_kv_purge(struct store *s, int64_t now, int64_t limit, int64_t *deleted)
 
 	a_int(&a, now);
 	a_int(&a, limit);
-	return run(s, ST_KV_PURGE, &a, deleted);
+	return pg_run(s, ST_KV_PURGE, &a, deleted);
 }
 
 static int
@@ -1813,7 +1813,7 @@ pg_ns_put(struct store *s, const char *ns, const struct queen_owner *o,
 	a_int(&a, o->gid);
 	a_int(&a, o->mode);
 	a_int(&a, now);
-	return run(s, ST_NS_PUT, &a, NULL);
+	return pg_run(s, ST_NS_PUT, &a, NULL);
 }
 
 static int
@@ -1852,8 +1852,8 @@ timer_copy(const PGresult *r, bool payload)
 	t = calloc(1, sizeof(*t) + (payload ? len : 0) + 1);
 	if (!t)
 		return NULL;
-	col_text(r, 0, 0, t->key, sizeof(t->key));
-	col_text(r, 0, 1, t->partition, sizeof(t->partition));
+	pg_col_text(r, 0, 0, t->key, sizeof(t->key));
+	pg_col_text(r, 0, 1, t->partition, sizeof(t->partition));
 	t->due_at = col_int(r, 0, 2);
 	t->created_at = col_int(r, 0, 3);
 	t->len = len;
@@ -1875,7 +1875,7 @@ pg_timer_put(struct store *s, int64_t qid, const char *key, const char *part,
 	a_int(&a, due_at);
 	a_bytes(&a, payload, len);
 	a_int(&a, now);
-	return run(s, ST_TIMER_PUT, &a, NULL);
+	return pg_run(s, ST_TIMER_PUT, &a, NULL);
 }
 
 static int
@@ -1933,8 +1933,8 @@ pg_timer_list(struct store *s, int64_t qid, queen_timer_cb cb, void *arg)
 		return rc;
 	for (i = 0; rc == 0 && i < PQntuples(r); i++) {
 		memset(&t, 0, sizeof(t));
-		col_text(r, i, 0, t.key, sizeof(t.key));
-		col_text(r, i, 1, t.partition, sizeof(t.partition));
+		pg_col_text(r, i, 0, t.key, sizeof(t.key));
+		pg_col_text(r, i, 1, t.partition, sizeof(t.partition));
 		t.due_at = col_int(r, i, 2);
 		t.created_at = col_int(r, i, 3);
 		t.payload = PQgetvalue(r, i, 4);
@@ -1964,7 +1964,7 @@ pg_notify(struct store *s, const char *queue)
 	struct args a = { 0 };
 
 	a_text(&a, queue);
-	return run(s, ST_NOTIFY, &a, NULL);
+	return pg_run(s, ST_NOTIFY, &a, NULL);
 }
 
 static int
