@@ -2,7 +2,6 @@
  * tap.c - TAP output and the store fixture for the unit tests: a file in
  * a fresh temp dir, or under QUEEN_TEST_PG a fresh PostgreSQL schema.
  */
-#include <libpq-fe.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -173,31 +172,6 @@ pg_path(struct fix *f)
 	}
 }
 
-static void
-no_notices(void *arg, const char *msg)
-{
-	(void)arg;
-	(void)msg;
-}
-
-static void
-pg_drop(struct fix *f)
-{
-	PGconn *c = PQconnectdb(getenv("QUEEN_TEST_PG"));
-	PGresult *r;
-	char sql[80];
-
-	PQsetNoticeProcessor(c, no_notices, NULL);
-	snprintf(sql, sizeof(sql), "DROP SCHEMA IF EXISTS %s CASCADE",
-	    f->schema);
-	r = PQstatus(c) == CONNECTION_OK ? PQexec(c, sql) : NULL;
-	if (PQresultStatus(r) != PGRES_COMMAND_OK)
-		diag("could not drop schema %s: %s", f->schema,
-		    PQerrorMessage(c));
-	PQclear(r);
-	PQfinish(c);
-}
-
 struct queen *
 fix_open(struct fix *f, const char *name)
 {
@@ -232,7 +206,7 @@ fix_close(struct fix *f)
 		return;
 	}
 	if (f->schema[0])
-		pg_drop(f);
+		fix_pg_drop(f);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
 	if (system(cmd) != 0)
 		diag("could not remove %s", f->dir);

@@ -50,5 +50,7 @@ void fix_close(struct fix *f);
  * fix_close); true then.
  */
 bool fix_is_pg(void);
+/* tap_pg.c (tap_nopg.c without libpq): drops the case's schema */
+void fix_pg_drop(struct fix *f);
 
 #endif
