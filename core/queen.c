@@ -280,21 +280,13 @@ batch_begin(struct queen *q, bool durable, bool deferred)
 }
 
 int
-queen_batch_begin(struct queen *q)
+queen_batch_begin(struct queen *q, enum queen_batch_flags flags)
 {
-	return batch_begin(q, true, false);
-}
-
-int
-queen_batch_begin_lazy(struct queen *q)
-{
-	return batch_begin(q, false, false);
-}
-
-int
-queen_batch_begin_deferred(struct queen *q)
-{
-	return batch_begin(q, true, true);
+	if (flags & ~(QUEEN_BATCH_LAZY | QUEEN_BATCH_DEFERRED))
+		return queen_err(q, -EINVAL, "unknown batch flags %#x",
+		    (unsigned)flags);
+	return batch_begin(q, !(flags & QUEEN_BATCH_LAZY),
+	    (flags & QUEEN_BATCH_DEFERRED) != 0);
 }
 
 static void fresh_commit(struct queen *q, uint64_t ticket);

@@ -123,23 +123,30 @@ bool queen_failed(struct queen *q, char *buf, size_t len);
  * savepoint, so one call's failure undoes only that call).  The commit makes
  * all of them durable at once; if it fails, none of them happened.
  */
-int queen_batch_begin(struct queen *q);
+enum queen_batch_flags {
+	/*
+	 * For a batch holding nothing that must survive a crash (leases,
+	 * renewals, reads): its commit does not wait for the disk.  A crash
+	 * may lose it, which only means a lease is granted again; any later
+	 * durable commit makes it durable too.
+	 */
+	QUEEN_BATCH_LAZY = 1 << 0,
+	/*
+	 * A durable batch whose commit does not wait for the disk.  After
+	 * queen_batch_commit, queen_sync_ticket names it, and it is durable
+	 * once queen_sync of that ticket returns 0; meanwhile the next batch
+	 * may run (group commit with early lock release).  Where commits are
+	 * durable by themselves (PostgreSQL, sync levels below full) it is
+	 * an ordinary batch and the ticket is 0.
+	 */
+	QUEEN_BATCH_DEFERRED = 1 << 1,
+};
 /*
- * queen_batch_begin_lazy - the same, for a batch holding nothing that must
- * survive a crash (leases, renewals, reads): its commit does not wait for
- * the disk.  A crash may lose it, which only means a lease is granted
- * again; any later durable commit makes it durable too.
+ * queen_batch_begin - open a batch; flags 0 for one whose commit waits
+ * for the disk.  -EBUSY a batch is open, -EIO the store failed, -EINVAL
+ * unknown flags.
  */
-int queen_batch_begin_lazy(struct queen *q);
-/*
- * queen_batch_begin_deferred - a durable batch whose commit does not wait
- * for the disk.  After queen_batch_commit, queen_sync_ticket names it, and
- * it is durable once queen_sync of that ticket returns 0; meanwhile the
- * next batch may run (group commit with early lock release).  Where commits
- * are durable by themselves (PostgreSQL, sync levels below full) this is
- * queen_batch_begin and the ticket is 0.
- */
-int queen_batch_begin_deferred(struct queen *q);
+int queen_batch_begin(struct queen *q, enum queen_batch_flags flags);
 int queen_batch_commit(struct queen *q);
 void queen_batch_rollback(struct queen *q);
 /* the ticket of the last commit still to be synced; 0: nothing to wait for */

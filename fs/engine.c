@@ -364,9 +364,9 @@ run_batch(struct job *list)
 	if (!writes)
 		brc = 1;
 	else if (durable)
-		brc = queen_batch_begin_deferred(q);
+		brc = queen_batch_begin(q, QUEEN_BATCH_DEFERRED);
 	else
-		brc = queen_batch_begin_lazy(q);
+		brc = queen_batch_begin(q, QUEEN_BATCH_LAZY);
 
 	for (j = list; j; j = j->next) {
 		n++;
@@ -431,7 +431,7 @@ maintain(void)
 	ssize_t rows = 0, r = 0;
 
 	if (queen_failed(q, why, sizeof(why)) ||
-	    queen_batch_begin_deferred(q) < 0)
+	    queen_batch_begin(q, QUEEN_BATCH_DEFERRED) < 0)
 		return;
 	for (int i = 0; i < 16 && more && r >= 0; i++)
 		if ((r = queen_maintain(q, &more)) > 0)

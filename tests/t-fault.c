@@ -226,7 +226,7 @@ deferred(void)
 		return;
 	}
 	f.q = q;
-	is_int(queen_batch_begin_deferred(q), 0, "deferred: begin");
+	is_int(queen_batch_begin(q, QUEEN_BATCH_DEFERRED), 0, "deferred: begin");
 	ok(push1(q, Q, "p", "d1", "d1") > 0, "deferred: a push");
 	is_int(queen_batch_commit(q), 0,
 	    "deferred: the commit itself does not sync");
@@ -237,7 +237,7 @@ deferred(void)
 	ok(queen_failed(q, why, sizeof(why)) &&
 	    strstr(why, "fsync of the log failed"), "deferred: why: %s", why);
 	is_int(push1(q, Q, "p", "d2", "d2"), -EIO, "deferred: a later push");
-	is_int(queen_batch_begin_deferred(q), -EIO, "deferred: a later batch");
+	is_int(queen_batch_begin(q, QUEEN_BATCH_DEFERRED), -EIO, "deferred: a later batch");
 	queen_close(q);
 	f.q = NULL;
 	integrity(f.path, ic, sizeof(ic));

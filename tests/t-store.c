@@ -951,7 +951,7 @@ test_row_cache(void)
 	is_int((int64_t)(m1 - m0), 0, "rows: and none from SQLite");
 
 	/* a partition made and read in a batch, then rolled back */
-	is_int(queen_batch_begin(q), 0, "rows: batch");
+	is_int(queen_batch_begin(q, 0), 0, "rows: batch");
 	is_int(push1(q, Q, "np", "n1", "x"), 1, "rows: a new partition");
 	is_int(push1(q, Q, "np", "n2", "x"), 2, "rows: read back in it");
 	queen_batch_rollback(q);
@@ -972,7 +972,7 @@ test_row_cache(void)
 		.txid = "a2", .payload = "x", .len = 1 };
 	it[1] = (struct queen_push_item){ .queue = Q, .partition = "b",
 		.txid = "b1", .payload = big, .len = strlen(big) };
-	is_int(queen_batch_begin(q), 0, "rows: batch again");
+	is_int(queen_batch_begin(q, 0), 0, "rows: batch again");
 	is_int(queen_push(q, it, 2, false, res), -EFBIG,
 	    "rows: a push to a and b, b's item too large");
 	is_int(push1(q, Q, "a", "a3", "x"), 2,
@@ -1008,7 +1008,7 @@ test_group_commit(void)
 	struct queen *q = fix_open(&f, "store-batch");
 
 	push1(q, Q, NULL, "m1", "x");
-	is_int(queen_batch_begin(q), 0, "batch: begin");
+	is_int(queen_batch_begin(q, 0), 0, "batch: begin");
 	is_int(push1(q, Q, NULL, "m2", "x"), 2, "batch: push inside");
 	is_int(queen_kv_put(q, "ns", "k", "v", 1, 0, false), 0,
 	    "batch: kv inside");
@@ -1016,7 +1016,7 @@ test_group_commit(void)
 	is_int(tail_of(q, Q, NULL), 1, "batch: rollback undid the push");
 	is_int(queen_kv_get(q, "ns", "k", &(struct queen_kv_value *){ NULL }),
 	    -ENOENT, "batch: rollback undid the kv put");
-	is_int(queen_batch_begin(q), 0, "batch: begin again");
+	is_int(queen_batch_begin(q, 0), 0, "batch: begin again");
 	is_int(push1(q, Q, NULL, "m2", "x"), 2, "batch: push m2");
 	is_int(push1(q, Q, "bad name", "m3", "x"), -EINVAL,
 	    "batch: a failing call inside");
@@ -1090,8 +1090,10 @@ test_lazy_batch(void)
 	struct queen_batch *b = NULL;
 
 	push1(q, Q, NULL, "m1", "x");
-	is_int(queen_batch_begin_lazy(q), 0, "lazy: begin");
-	is_int(queen_batch_begin(q), -EBUSY, "lazy: no nested batch");
+	is_int(queen_batch_begin(q, QUEEN_BATCH_LAZY), 0, "lazy: begin");
+	is_int(queen_batch_begin(q, 0), -EBUSY, "lazy: no nested batch");
+	is_int(queen_batch_begin(q, (enum queen_batch_flags)(1 << 5)), -EINVAL,
+	    "lazy: unknown batch flags");
 	is_int(pop1(q, Q, NULL, NULL, 1, &b), 0, "lazy: pop inside");
 	is_int(queen_batch_commit(q), 0, "lazy: commit");
 	is_int(push1(q, Q, NULL, "m2", "y"), 2, "lazy: a durable push after");
@@ -1153,7 +1155,7 @@ test_deferred_batch(void)
 	uint64_t t1, t2;
 
 	if (fix_is_pg()) {
-		is_int(queen_batch_begin_deferred(q), 0, "deferred: begin");
+		is_int(queen_batch_begin(q, QUEEN_BATCH_DEFERRED), 0, "deferred: begin");
 		ok(push1(q, Q, NULL, "d1", "x") > 0, "deferred: a push");
 		is_int(queen_batch_commit(q), 0, "deferred: commit");
 		ok(queen_sync_ticket(q) == 0, "deferred: PostgreSQL commits "
@@ -1163,8 +1165,8 @@ test_deferred_batch(void)
 		return;
 	}
 	q = open_sync(&f, QUEEN_SYNC_FULL);
-	is_int(queen_batch_begin_deferred(q), 0, "deferred: begin");
-	is_int(queen_batch_begin(q), -EBUSY, "deferred: no nested batch");
+	is_int(queen_batch_begin(q, QUEEN_BATCH_DEFERRED), 0, "deferred: begin");
+	is_int(queen_batch_begin(q, 0), -EBUSY, "deferred: no nested batch");
 	is_int(push1(q, Q, NULL, "d1", "x"), 1, "deferred: a push inside");
 	is_int(queen_batch_commit(q), 0, "deferred: commit");
 	t1 = queen_sync_ticket(q);
@@ -1178,7 +1180,7 @@ test_deferred_batch(void)
 		fprintf(stderr, "Bail out! pthread_create\n");
 		exit(1);
 	}
-	is_int(queen_batch_begin_deferred(q), 0,
+	is_int(queen_batch_begin(q, QUEEN_BATCH_DEFERRED), 0,
 	    "deferred: the next batch runs while another thread syncs");
 	is_int(push1(q, Q, NULL, "d2", "y"), 2, "deferred: a second push");
 	is_int(queen_batch_commit(q), 0, "deferred: second commit");
@@ -1190,10 +1192,10 @@ test_deferred_batch(void)
 	is_int(queen_sync(q, t2), 0, "deferred: sync of the second ticket");
 	is_int(queen_sync(q, t1), 0, "deferred: an older ticket is done");
 
-	is_int(queen_batch_begin_lazy(q), 0, "deferred: a lazy batch");
+	is_int(queen_batch_begin(q, QUEEN_BATCH_LAZY), 0, "deferred: a lazy batch");
 	is_int(queen_batch_commit(q), 0, "deferred: lazy commit");
 	ok(queen_sync_ticket(q) == 0, "deferred: a lazy commit has no ticket");
-	is_int(queen_batch_begin(q), 0, "deferred: a durable batch");
+	is_int(queen_batch_begin(q, 0), 0, "deferred: a durable batch");
 	is_int(push1(q, Q, NULL, "d3", "z"), 3, "deferred: a push in it");
 	is_int(queen_batch_commit(q), 0, "deferred: durable commit");
 	ok(queen_sync_ticket(q) == 0,
@@ -1201,7 +1203,7 @@ test_deferred_batch(void)
 
 	q = open_sync(&f, QUEEN_SYNC_NORMAL);
 	is_int(tail_of(q, Q, NULL), 3, "deferred: all three after a restart");
-	is_int(queen_batch_begin_deferred(q), 0, "deferred: begin at normal");
+	is_int(queen_batch_begin(q, QUEEN_BATCH_DEFERRED), 0, "deferred: begin at normal");
 	is_int(push1(q, Q, NULL, "d4", "w"), 4, "deferred: push at normal");
 	is_int(queen_batch_commit(q), 0, "deferred: commit at normal");
 	ok(queen_sync_ticket(q) == 0,
@@ -1220,7 +1222,7 @@ pop_ack_ticket(struct queen *q, const char *part, const char *want,
 	uint64_t t;
 	int rc;
 
-	queen_batch_begin_lazy(q);
+	queen_batch_begin(q, QUEEN_BATCH_LAZY);
 	rc = pop1(q, Q, part, NULL, 1, &b);
 	queen_batch_commit(q);
 	t = queen_pop_ticket(q);
@@ -1256,7 +1258,7 @@ test_pop_ticket(void)
 	int i;
 
 	if (fix_is_pg()) {
-		is_int(queen_batch_begin_deferred(q), 0, "pop ticket: begin");
+		is_int(queen_batch_begin(q, QUEEN_BATCH_DEFERRED), 0, "pop ticket: begin");
 		ok(push1(q, Q, NULL, "k1", "x") > 0, "pop ticket: a push");
 		is_int(queen_batch_commit(q), 0, "pop ticket: commit");
 		ok(pop_ack_ticket(q, NULL, "k1", "pop ticket") == 0,
@@ -1265,11 +1267,11 @@ test_pop_ticket(void)
 		return;
 	}
 	q = open_sync(&f, QUEEN_SYNC_FULL);
-	queen_batch_begin_deferred(q);
+	queen_batch_begin(q, QUEEN_BATCH_DEFERRED);
 	is_int(push1(q, Q, NULL, "k1", "x"), 1, "pop ticket: push k1");
 	queen_batch_commit(q);
 	is_int(queen_sync(q, queen_sync_ticket(q)), 0, "pop ticket: sync k1");
-	queen_batch_begin_deferred(q);
+	queen_batch_begin(q, QUEEN_BATCH_DEFERRED);
 	is_int(push1(q, Q, NULL, "k2", "x"), 2, "pop ticket: push k2");
 	queen_batch_commit(q);
 	t2 = queen_sync_ticket(q);
@@ -1281,7 +1283,7 @@ test_pop_ticket(void)
 	ok(queen_pop_ticket(q) == 0, "pop ticket: asked once, then forgotten");
 
 	is_int(queen_sync(q, t2), 0, "pop ticket: sync k2");
-	queen_batch_begin_deferred(q);
+	queen_batch_begin(q, QUEEN_BATCH_DEFERRED);
 	is_int(push1(q, Q, NULL, "k3", "x"), 3, "pop ticket: push k3");
 	queen_batch_commit(q);
 	t3 = queen_sync_ticket(q);
@@ -1290,7 +1292,7 @@ test_pop_ticket(void)
 	    "pop ticket: once synced, a pop names nothing");
 
 	/* a pop in the push's own batch: that batch's ticket */
-	queen_batch_begin_deferred(q);
+	queen_batch_begin(q, QUEEN_BATCH_DEFERRED);
 	is_int(push1(q, Q, NULL, "k4", "x"), 4, "pop ticket: push k4");
 	is_int(pop1(q, Q, NULL, NULL, 1, &b), 0, "pop ticket: pop in the "
 	    "same batch");
@@ -1302,7 +1304,7 @@ test_pop_ticket(void)
 	is_int(queen_sync(q, t4), 0, "pop ticket: sync k4");
 
 	/* pushes into 70 partitions in one batch: every pop waits */
-	queen_batch_begin_deferred(q);
+	queen_batch_begin(q, QUEEN_BATCH_DEFERRED);
 	for (i = 0; i < 70; i++) {
 		snprintf(part, sizeof(part), "w%d", i);
 		snprintf(tx, sizeof(tx), "w%d-1", i);
@@ -2177,7 +2179,7 @@ test_young_fold(void)
 	for (i = 0; i < N; i++) {
 		snprintf(txid, sizeof(txid), "m%d", i);
 		if (i % 300 == 150)
-			queen_batch_begin(q);
+			queen_batch_begin(q, 0);
 		offs[i] = push_ex(q, Q, i % 2 ? "odd" : "even", txid, NULL,
 		    false, NULL);
 		if (i % 300 == 249)
@@ -2278,7 +2280,7 @@ test_maint_walk(void)
 	bool more[4] = { true, true, true, true };
 	int i;
 
-	queen_batch_begin(q);
+	queen_batch_begin(q, 0);
 	for (i = 0; i < PARTS; i++) {
 		snprintf(part, sizeof(part), "p%04d", i);
 		push1(q, Q, part, NULL, "x");
@@ -2337,7 +2339,7 @@ test_checkpoint(void)
 		usleep(10000);
 	ok(after > before, "checkpoint: the database file grew (%lld -> %lld)",
 	    before, after);
-	is_int(queen_batch_begin(q), 0, "checkpoint: a batch");
+	is_int(queen_batch_begin(q, 0), 0, "checkpoint: a batch");
 	is_int(queen_checkpoint(q), -EBUSY, "checkpoint: not inside a batch");
 	queen_batch_rollback(q);
 	is_int(tail_of(q, Q, NULL), 300, "checkpoint: all 300 still there");
