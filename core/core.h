@@ -15,6 +15,7 @@
 #include <sys/types.h>
 
 #include "queen.h"
+#include "queen_tune.h"
 
 #define OFFSET_BITS 40
 #define MAX_OFFSET ((INT64_C(1) << OFFSET_BITS) - 1)

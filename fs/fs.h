@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "../core/queen.h"
+#include "../core/queen_tune.h"
 #include "ctl.h"
 
 #define QUEENFS_VERSION "queenfs 0.1.0"

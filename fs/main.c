@@ -256,6 +256,7 @@ open_store(const char *path, enum queen_sync sync, struct queen **q)
 	struct queen_options qo = { .path = path, .sync = sync,
 	    .err = why, .errlen = sizeof(why) };
 	const char *fault = getenv("QUEENFS_FAULT");
+	struct queen_tune tune = { 0 };
 	const char *hint;
 	int rc;
 
@@ -264,8 +265,10 @@ open_store(const char *path, enum queen_sync sync, struct queen **q)
 	 * makes the store's syncs (writes) fail after N, so the mount tests
 	 * can watch the daemon stop writes with EIO (tests/fs-0031-faults.sh).
 	 */
-	if (fault && *fault)
-		qo.fault = fault;
+	if (fault && *fault) {
+		tune.fault = fault;
+		qo.tune = &tune;
+	}
 	rc = queen_open(&qo, q);
 	if (rc == 0)
 		return 0;

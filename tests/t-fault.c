@@ -1,6 +1,6 @@
 /*
  * t-fault.c - storage faults through the C API, with the "queen-fault" VFS
- * (queen_options.fault): after an injected fsync or write failure the call
+ * (queen_tune.fault): after an injected fsync or write failure the call
  * fails with -EIO, queen_failed() says why, every later write is refused,
  * reads still work, and a reopen without the fault finds every write that
  * returned 0 and a store that passes PRAGMA integrity_check.
@@ -20,10 +20,12 @@ static int
 open_fault(struct fix *f, const char *fault, struct queen **out)
 {
 	struct queen_options o = { 0 };
+	struct queen_tune tune = { 0 };
 
 	o.path = f->path;
 	o.sync = QUEEN_SYNC_FULL;
-	o.fault = fault;
+	tune.fault = fault;
+	o.tune = &tune;
 	return queen_open(&o, out);
 }
 

@@ -38,11 +38,13 @@ open_with(struct fix *f, const char *path, enum queen_sync sync,
     bool read_only, const char *fault, struct queen **out)
 {
 	struct queen_options o = { 0 };
+	struct queen_tune tune = { 0 };
 
 	o.path = path;
 	o.sync = sync;
 	o.read_only = read_only;
-	o.fault = fault;
+	tune.fault = fault;
+	o.tune = &tune;
 	o.clock = my_clock;
 	o.clock_arg = f;
 	return queen_open(&o, out);
@@ -1875,6 +1877,7 @@ static int
 reopen_sized(struct fix *f, size_t fold_at, size_t filter_max)
 {
 	struct queen_options o = { 0 };
+	struct queen_tune tune = { 0 };
 
 	queen_close(f->q);
 	f->q = NULL;
@@ -1882,8 +1885,9 @@ reopen_sized(struct fix *f, size_t fold_at, size_t filter_max)
 	o.sync = QUEEN_SYNC_OFF;
 	o.clock = my_clock;
 	o.clock_arg = f;
-	o.fold_at = fold_at;
-	o.filter_max = filter_max;
+	tune.fold_at = fold_at;
+	tune.filter_max = filter_max;
+	o.tune = &tune;
 	return queen_open(&o, &f->q);
 }
 
@@ -1942,6 +1946,7 @@ test_kill_folding(void)
 		f.q = NULL;
 		if ((pid = fork_piped(fds)) == 0) {
 			struct queen_options o = { 0 };
+			struct queen_tune tune = { 0 };
 			struct queen *q;
 			char txid[32];
 			int i;
@@ -1949,8 +1954,9 @@ test_kill_folding(void)
 			close(fds[0]);
 			o.path = f.path;
 			o.sync = QUEEN_SYNC_NORMAL;
-			o.fold_at = 64;
-			o.filter_max = 1000;
+			tune.fold_at = 64;
+			tune.filter_max = 1000;
+			o.tune = &tune;
 			if (queen_open(&o, &q) != 0)
 				_exit(2);
 			for (i = 0;; i++) {

@@ -125,6 +125,7 @@ struct queen *
 fix_reopen(struct fix *f)
 {
 	struct queen_options o = { 0 };
+	struct queen_tune tune = { 0 };
 	int rc;
 
 	o.path = f->path;
@@ -132,7 +133,8 @@ fix_reopen(struct fix *f)
 	o.clock = fix_clock;
 	o.clock_arg = f;
 	/* fold young hashes all the time, so every case runs through it */
-	o.fold_at = 5;
+	tune.fold_at = 5;
+	o.tune = &tune;
 	rc = queen_open(&o, &f->q);
 	if (rc != 0) {
 		diag("queen_open(%s): %d", f->path, rc);

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "../core/queen.h"
+#include "../core/queen_tune.h"
 
 void plan(int n);
 void plan_lazy(void);      /* print the plan at done_testing() */

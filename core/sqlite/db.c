@@ -657,6 +657,8 @@ int
 db_open(const struct queen_options *opt, struct store **out,
     const struct store_ops **ops, char *err, size_t errlen)
 {
+	static const struct queen_tune none;
+	const struct queen_tune *tu = opt->tune ? opt->tune : &none;
 	struct store *s;
 	const char *vfs = NULL;
 	int flags, rc;
@@ -664,15 +666,15 @@ db_open(const struct queen_options *opt, struct store **out,
 	*out = NULL;
 	if ((unsigned)opt->sync > QUEEN_SYNC_OFF)
 		return -EINVAL;
-	if ((rc = queen_vfs(opt->fault, &vfs, err, errlen)) != 0)
+	if ((rc = queen_vfs(tu->fault, &vfs, err, errlen)) != 0)
 		return rc;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
 	s->walfd = -1;
-	s->fault = opt->fault != NULL;
-	s->fold_max = opt->fold_at ? opt->fold_at : FOLD_MAX;
-	s->fmax = opt->filter_max ? opt->filter_max : FILTER_MAX;
+	s->fault = tu->fault != NULL;
+	s->fold_max = tu->fold_at ? tu->fold_at : FOLD_MAX;
+	s->fmax = tu->filter_max ? tu->filter_max : FILTER_MAX;
 	s->dirt = 1;    /* act starts with what young held: read each row */
 	if (rcache_new(&s->rc) != 0) {
 		free(s);
