@@ -768,34 +768,4 @@ int queen_txn(struct queen *q, const struct queen_txn *t,
 void queen_txn_result_free(struct queen_txn_result *r);
 const char *queen_txn_reason_name(enum queen_txn_reason r);
 
-/*
- * queen_api - the JSON front end shared by the mount's api/ files (and any
- * later network front end): endpoint is "push", "pop", "ack",
- * "transaction" or "renew"; req is the request body.  *resp (malloc'd,
- * NUL-terminated) is the JSON answer in the seeds' wire shapes; malformed
- * input answers a JSON error with reason bad_request or too_large.
- * Returns 0 when the call as a whole succeeded, -EIO when it failed (the
- * answer says why), or -ENOMEM / -EINVAL (unknown endpoint).
- */
-int queen_api(struct queen *q, const char *endpoint, const char *req,
-    size_t len, char **resp);
-
-/*
- * queen_api_ex - queen_api for a caller that can wait: an api/pop with
- * "wait" > 0 that finds nothing returns -EAGAIN with *resp NULL and fills
- * *wait (how long, and which queue and group to watch); the caller asks
- * again when something may have arrived, and answers an empty pop itself
- * when the time is up.  Core never waits.
- */
-struct queen_api_wait {
-	int64_t wait_ms;
-	char queue[QUEEN_NAME_MAX + 1];
-	char group[QUEEN_NAME_MAX + 1];   /* "": queue mode */
-};
-int queen_api_ex(struct queen *q, const char *endpoint, const char *req,
-    size_t len, char **resp, struct queen_api_wait *wait);
-#define QUEEN_API_EMPTY_POP "{\"success\":true,\"leaseId\":null,\"messages\":[]}"
-
-#define QUEEN_API_MAX_BODY (64u << 20)
-
 #endif

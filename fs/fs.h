@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "../core/queen.h"
+#include "../core/queen_api.h"
 #include "../core/queen_tune.h"
 #include "ctl.h"
 

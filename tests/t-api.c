@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "../core/core.h"
+#include "../core/queen_api.h"
 #include "qtest.h"
 #include "tap.h"
 

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core.h"
+#include "queen_api.h"
 
 struct apictx {
 	struct queen *q;
