@@ -394,7 +394,6 @@ int group_default(struct queen *q, const struct queue_row *qr,
     const char *name, struct group_row *out);
 int group_resubscribe(struct queen *q, const struct queue_row *qr,
     const struct group_row *g);
-int collect_msg(void *arg, const struct msg_row *m);
 int batch_read(struct queen *q, const struct part_row *p, int64_t from,
     size_t max, bool payload, int64_t upto_time, struct queen_batch **out);
 /* the newest (or lowest) offset in [from, last] whose id is txid, read off
@@ -403,9 +402,7 @@ int batch_read(struct queen *q, const struct part_row *p, int64_t from,
 int txid_scan(struct queen *q, int64_t pid, int64_t from, int64_t last,
     const char *txid, bool newest, int64_t *offset);
 
-/* kv.c, timer.c: the bodies, for callers already inside a transaction */
-int kv_put_locked(struct queen *q, const char *ns, const char *key,
-    const void *data, size_t len, int64_t ttl_ms, bool if_absent);
+/* timer.c: the bodies, for callers already inside a transaction */
 int timer_schedule_locked(struct queen *q, const char *queue,
     const char *key, const char *partition, int64_t due_at,
     const void *payload, size_t len);

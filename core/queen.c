@@ -92,13 +92,6 @@ queen_now(struct queen *q)
 	return q->clock(q->clock_arg);
 }
 
-void
-queen_set_clock(struct queen *q, queen_clock_fn fn, void *arg)
-{
-	q->clock = fn ? fn : realtime_ms;
-	q->clock_arg = fn ? arg : NULL;
-}
-
 /* A sync that failed on the other thread stops writes here too. */
 static bool
 failed_now(struct queen *q)

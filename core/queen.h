@@ -77,9 +77,6 @@ const char *queen_errmsg(struct queen *q);
 /* queen_now - the handle's clock, in milliseconds. */
 int64_t queen_now(struct queen *q);
 
-/* queen_set_clock - replace the clock (tests drive leases with it). */
-void queen_set_clock(struct queen *q, queen_clock_fn fn, void *arg);
-
 /*
  * queen_time_parse - an RFC 3339 time ("2026-05-01T10:00:00Z", optional
  * fraction, Z or +hh:mm / -hh:mm) in s[0..len) to ms since the epoch.
@@ -233,10 +230,6 @@ struct queen_partition_info {
 /* -ENOENT (queue or partition). */
 int queen_partition_get(struct queen *q, const char *queue,
     const char *partition, struct queen_partition_info *out);
-
-/* by stable id; fills *queue_out (QUEEN_NAME_MAX+1 bytes) if non-NULL. */
-int queen_partition_by_uuid(struct queen *q, const char *uuid,
-    char *queue_out, struct queen_partition_info *out);
 
 typedef int (*queen_partition_cb)(void *arg,
     const struct queen_partition_info *pi);

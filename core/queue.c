@@ -322,31 +322,6 @@ queen_partition_get(struct queen *q, const char *queue, const char *partition,
 	return 0;
 }
 
-int
-queen_partition_by_uuid(struct queen *q, const char *uuid, char *queue_out,
-    struct queen_partition_info *out)
-{
-	struct queue_row qr;
-	struct part_row p;
-	int rc;
-
-	if (!uuid || !uuid[0])
-		return queen_err(q, -EINVAL, "empty partition id");
-	rc = q->ops->part_by_uuid(q->st, uuid, &p);
-	if (rc == -ENOENT)
-		return queen_err(q, rc, "no partition with id '%.40s'", uuid);
-	if (rc != 0)
-		return rc;
-	if (queue_out) {
-		if ((rc = q->ops->queue_by_id(q->st, p.queue_id, &qr)) != 0)
-			return rc;
-		memcpy(queue_out, qr.name, sizeof(qr.name));
-	}
-	if (out)
-		part_info(&p, out);
-	return 0;
-}
-
 struct plist {
 	queen_partition_cb cb;
 	void *arg;
@@ -390,7 +365,7 @@ struct collect {
  * A batch is one block: header, msgs[max], then the strings and payloads.
  * Pointers into the block are fixed up when it grows.
  */
-int
+static int
 collect_msg(void *arg, const struct msg_row *m)
 {
 	struct collect *c = arg;

@@ -211,7 +211,6 @@ extern pthread_mutex_t fs_lock;
 void node_init(void);
 struct node *node_get(fuse_ino_t ino);
 struct node *node_child(struct node *parent, const char *name, enum kind k);
-void node_ref_lookup(struct node *n);
 void node_forget(struct node *n, uint64_t nlookup);
 void node_open(struct node *n);
 void node_close(struct node *n);
@@ -337,8 +336,6 @@ void note_sweep(int64_t now);
 void lease_seen(const char *id);
 void lease_acked(const char *id, const char *txid);
 bool lease_known(const char *id, const char *txid);
-int push_pending(struct queen *q, struct pending *p, const char *txid,
-    const char *buf, size_t len, bool excl, char **notify, bool *dup);
 struct msginfo;
 int msg_info(struct queen *q, struct node *n, bool want_payload,
     struct msginfo *mi);

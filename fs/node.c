@@ -349,14 +349,6 @@ node_child(struct node *parent, const char *name, enum kind k)
 }
 
 void
-node_ref_lookup(struct node *n)
-{
-	pthread_mutex_lock(&fs_lock);
-	n->nlookup++;
-	pthread_mutex_unlock(&fs_lock);
-}
-
-void
 node_forget(struct node *n, uint64_t nlookup)
 {
 	pthread_mutex_lock(&fs_lock);

@@ -29,7 +29,7 @@ struct push_job {
 	struct handle *h;        /* release: freed after the push */
 };
 
-int
+static int
 push_pending(struct queen *q, struct pending *p, const char *txid,
     const char *buf, size_t len, bool excl, char **notify, bool *dup)
 {

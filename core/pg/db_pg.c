@@ -356,7 +356,7 @@ pg_errno(const char *state)
 	return -EIO;
 }
 
-bool
+static bool
 pg_corrupt(const char *state)
 {
 	return state && (strcmp(state, "XX001") == 0 ||
