@@ -20,6 +20,14 @@
 #define OFFSET_BITS 40
 #define MAX_OFFSET ((INT64_C(1) << OFFSET_BITS) - 1)
 
+#define QUEEN_STR_(x) #x
+#define QUEEN_STR(x) QUEEN_STR_(x)     /* a number as SQL text */
+/*
+ * store_ops.cursor_ready hands out at most this many rows a call (the
+ * statements' LIMIT); pop.c asks again while a call filled the page.
+ */
+#define CURSOR_READY_PAGE 64
+
 /* A queue's configuration; each field in its natural unit (s, bytes, 0/1). */
 #define QCONF_N 15
 struct qconf {

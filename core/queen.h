@@ -25,6 +25,9 @@
 #define QUEEN_TXID_MAX 1024 /* bytes in a transactionId */
 #define QUEEN_QUEUE_MODE "__QUEUE_MODE__"
 #define QUEEN_DEFAULT_PARTITION "default"
+/* the most messages one pop leases or one read returns (the batch key's
+ * upper bound) */
+#define QUEEN_BATCH_MAX 100000
 
 struct queen;
 struct queen_tune;

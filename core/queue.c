@@ -481,8 +481,8 @@ queen_msg_read(struct queen *q, const char *queue, const char *partition,
 		return rc;
 	if ((rc = part_load(q, &qr, partition, false, &p)) != 0)
 		return rc;
-	if (max > 100000)
-		max = 100000;
+	if (max > QUEEN_BATCH_MAX)
+		max = QUEEN_BATCH_MAX;
 	rc = batch_read(q, &p, from, max, want_payload, INT64_MAX, out);
 	if (rc == 0 && *out && (*out)->n == 0) {
 		free(*out);

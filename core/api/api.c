@@ -554,8 +554,8 @@ do_pop(struct apictx *a, json_t *req, int *rc)
 		*rc = bad(a, "%s", "pop needs a queue");
 		return NULL;
 	}
-	if (batch < 0 || batch > 100000) {
-		*rc = bad(a, "%s", "'batch' is 1 to 100000");
+	if (batch < 0 || batch > QUEEN_BATCH_MAX) {
+		*rc = bad(a, "'batch' is 1 to %d", QUEEN_BATCH_MAX);
 		return NULL;
 	}
 	pr.batch = batch;

@@ -32,7 +32,7 @@
 #define CUR_READY "SELECT " CUR_COLS " FROM cursors WHERE group_id = $1 " \
 	"AND next_at >= 0 AND next_at <= $2 " \
 	"AND (next_at, partition_id) > ($3, $4) " \
-	"ORDER BY next_at, partition_id LIMIT 64"
+	"ORDER BY next_at, partition_id LIMIT " QUEEN_STR(CURSOR_READY_PAGE)
 #define TIMER_COLS "key, part_name, due_at, created_at, payload"
 #define LOCK " FOR UPDATE"
 
@@ -575,7 +575,7 @@ enum stmt
 locked(const struct store *s, enum stmt id)
 {
 	return s->in_tx && !s->ro && (!s->batch || s->sp > 0) ?
-	    (enum stmt)(id + 1) : id;
+	    LOCKED_TWIN(id) : id;
 }
 
 /* Binary integers of any width; NULL is 0. */

@@ -42,6 +42,16 @@ enum stmt {
 	ST_NOTIFY,
 	ST__N
 };
+
+/* the row-locking twin of a statement that has one: the next enumerator */
+#define LOCKED_TWIN(id) ((enum stmt)((id) + 1))
+_Static_assert(ST_CUR_BY_LEASE_LK == LOCKED_TWIN(ST_CUR_BY_LEASE), "twin");
+_Static_assert(ST_CUR_GET_LK == LOCKED_TWIN(ST_CUR_GET), "twin");
+_Static_assert(ST_CUR_LIST_GROUP_LK == LOCKED_TWIN(ST_CUR_LIST_GROUP), "twin");
+_Static_assert(ST_CUR_LIST_PART_LK == LOCKED_TWIN(ST_CUR_LIST_PART), "twin");
+_Static_assert(ST_CUR_READY_LK == LOCKED_TWIN(ST_CUR_READY), "twin");
+_Static_assert(ST_PART_GET_LK == LOCKED_TWIN(ST_PART_GET), "twin");
+_Static_assert(ST_PART_LIST_LK == LOCKED_TWIN(ST_PART_LIST), "twin");
 struct store {
 	PGconn *c;
 	bool prepared[ST__N];

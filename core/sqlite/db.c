@@ -109,7 +109,8 @@ static const char *const sql[ST__N] = {
 	[ST_CUR_READY] = "SELECT " CUR_COLS " FROM cursors "
 	    "WHERE group_id = ?1 AND next_at >= 0 AND next_at <= ?2 "
 	    "AND (next_at > ?3 OR (next_at = ?3 AND partition_id > ?4)) "
-	    "ORDER BY next_at, partition_id LIMIT 64",
+	    "ORDER BY next_at, partition_id LIMIT "
+	    QUEEN_STR(CURSOR_READY_PAGE),
 	/* group id */
 	[ST_CUR_LIST_GROUP] = "SELECT " CUR_COLS " FROM cursors "
 	    "WHERE group_id = ?1",
