@@ -14,6 +14,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "../core/queen.h"
 #include "../core/queen_api.h"
@@ -189,6 +190,21 @@ struct fs_state {
 };
 extern struct fs_state fs;
 void fs_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* log.c: from now on fs_log writes to syslog (the daemon went to the
+ * background) */
+void fs_log_to_syslog(void);
+
+/* args.c: the command line */
+struct opts {
+	const char *db, *mountpoint, *sync;
+	bool foreground, debug;
+	char fuse_o[4096];
+};
+void usage(FILE *f);
+int parse_args(int argc, char **argv, struct opts *o);
+/* store.c: the store's absolute path (creating its dir), and opening it */
+int db_path(const char *given, char *out, size_t len);
+int open_store(const char *path, enum queen_sync sync, struct queen **q);
 
 /* engine.c */
 int engine_start(struct queen *q);
@@ -312,8 +328,6 @@ int api_write(struct handle *h, const char *buf, size_t size, off_t off);
 void api_flush(fuse_req_t req, struct handle *h);
 
 /* shared by the ops files */
-void reply_slice(fuse_req_t req, const char *text, size_t len, size_t size,
-    off_t off);
 void next_read(fuse_req_t req, struct handle *h, size_t size, off_t off);
 void push_rename(fuse_req_t req, struct node *dir, struct pending *pe,
     const char *oldname, const char *newname);
@@ -321,6 +335,9 @@ void push_rename(fuse_req_t req, struct node *dir, struct pending *pe,
 extern _Atomic uint64_t fs_lookups;
 void reply_entry(fuse_req_t req, struct node *n);
 void reply_attr(fuse_req_t req, struct node *n);
+/* the part of text at off, at most size bytes; nothing past its end */
+void reply_slice(fuse_req_t req, const char *text, size_t len, size_t size,
+    off_t off);
 void *job_new(size_t size, void (*run)(struct job *, struct queen *),
     void (*reply)(struct job *), fuse_req_t req);
 void reply_rc(struct job *j);

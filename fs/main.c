@@ -1,187 +1,18 @@
 /*
- * main.c - the queenfs daemon: options (also the fstab form that mount.fuse3
- * uses: `queenfs SOURCE MOUNTPOINT -o db=PATH,...`), opening the store,
- * the FUSE session and its worker loop, and an orderly shutdown (engine
- * joined, waiters answered, store closed, mount gone).
+ * main.c - the queenfs daemon's set-up and loop: options (args.c), the
+ * store opened (store.c), the FUSE session and its worker loop, and an
+ * orderly shutdown (engine joined, waiters answered, store closed, mount
+ * gone).
  */
 #include <errno.h>
 #include <limits.h>
 #include <malloc.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <syslog.h>
 #include <unistd.h>
 
 #include "fs.h"
-
-struct fs_state fs;
-static bool use_syslog;
-
-void
-fs_log(const char *fmt, ...)
-{
-	char line[2048];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	if (use_syslog)
-		syslog(LOG_NOTICE, "%s", line);
-	else
-		fprintf(stderr, "queenfs: %s\n", line);
-}
-
-struct opts {
-	const char *db, *mountpoint, *sync;
-	bool foreground, debug;
-	char fuse_o[4096];
-};
-
-static void
-usage(FILE *f)
-{
-	fputs("usage: queenfs [options] [SOURCE] MOUNTPOINT\n"
-	    "  -f                 stay in the foreground\n"
-	    "  -d                 debug (implies -f)\n"
-	    "  --db PATH          the store (default: "
-	    "$XDG_DATA_HOME/queenfs/queen.db)\n"
-	    "  --sync full|normal|off\n"
-	    "  -o OPT[,OPT...]    FUSE mount options (allow_other, "
-	    "default_permissions, ...),\n"
-	    "                     and db=PATH, sync=MODE as in /etc/fstab\n"
-	    "  -V, --version      print the version\n", f);
-}
-
-/* Split one -o list: ours are kept, fstab-only ones dropped, the rest to FUSE. */
-static int
-add_o(struct opts *o, char *list)
-{
-	static const char *const drop[] = { "defaults", "auto", "noauto",
-		"nofail", "user", "users", "nouser", "_netdev", NULL };
-	char *save = NULL;
-
-	for (char *t = strtok_r(list, ",", &save); t;
-	    t = strtok_r(NULL, ",", &save)) {
-		bool skip = strncmp(t, "x-", 2) == 0 || strncmp(t, "comment=", 8) == 0;
-		for (int i = 0; drop[i]; i++)
-			skip = skip || strcmp(t, drop[i]) == 0;
-		if (strncmp(t, "db=", 3) == 0)
-			o->db = t + 3;
-		else if (strncmp(t, "sync=", 5) == 0)
-			o->sync = t + 5;
-		else if (!skip) {
-			size_t at = strlen(o->fuse_o);
-			if (at + strlen(t) + 2 >= sizeof(o->fuse_o))
-				return -1;
-			snprintf(o->fuse_o + at, sizeof(o->fuse_o) - at, "%s%s",
-			    at ? "," : "", t);
-		}
-	}
-	return 0;
-}
-
-static int
-parse_args(int argc, char **argv, struct opts *o)
-{
-	const char *pos[2];
-	int npos = 0;
-
-	for (int i = 1; i < argc; i++) {
-		char *a = argv[i];
-		if (strcmp(a, "-f") == 0) {
-			o->foreground = true;
-		} else if (strcmp(a, "-d") == 0) {
-			o->debug = o->foreground = true;
-		} else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-			usage(stdout);
-			exit(0);
-		} else if (strcmp(a, "-V") == 0 || strcmp(a, "--version") == 0) {
-			puts(QUEENFS_VERSION);
-			exit(0);
-		} else if (strcmp(a, "--db") == 0 && i + 1 < argc) {
-			o->db = argv[++i];
-		} else if (strncmp(a, "--db=", 5) == 0) {
-			o->db = a + 5;
-		} else if (strcmp(a, "--sync") == 0 && i + 1 < argc) {
-			o->sync = argv[++i];
-		} else if (strncmp(a, "--sync=", 7) == 0) {
-			o->sync = a + 7;
-		} else if (strcmp(a, "-o") == 0 && i + 1 < argc) {
-			if (add_o(o, argv[++i]) < 0)
-				return -1;
-		} else if (strncmp(a, "-o", 2) == 0 && a[2]) {
-			if (add_o(o, a + 2) < 0)
-				return -1;
-		} else if (a[0] == '-' || npos == 2) {
-			fprintf(stderr, "queenfs: unknown argument %s\n", a);
-			return -1;
-		} else {
-			pos[npos++] = a;
-		}
-	}
-	if (npos == 0) {
-		fputs("queenfs: no mountpoint\n", stderr);
-		return -1;
-	}
-	o->mountpoint = pos[npos - 1];
-	return 0;
-}
-
-static int
-mkdirs(char *dir)
-{
-	for (char *p = dir + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
-/* The store's absolute path (the daemon chdirs to /); creates its dir. */
-static int
-db_path(const char *given, char *out, size_t len)
-{
-	const char *xdg = getenv("XDG_DATA_HOME"), *home = getenv("HOME");
-	char dir[PATH_MAX], real[PATH_MAX], *slash;
-	int rc;
-
-	/* a PostgreSQL URI goes to the engine as it is */
-	if (queen_path_is_pg(given))
-		return snprintf(out, len, "%s", given) < (int)len ? 0 :
-		    -ENAMETOOLONG;
-	if (given)
-		snprintf(dir, sizeof(dir), "%s", given);
-	else if (xdg && *xdg)
-		snprintf(dir, sizeof(dir), "%s/queenfs/queen.db", xdg);
-	else if (home && *home)
-		snprintf(dir, sizeof(dir), "%s/.local/share/queenfs/queen.db",
-		    home);
-	else
-		return -ENOENT;
-	if (!(slash = strrchr(dir, '/'))) {
-		if (!getcwd(real, sizeof(real)))
-			return -errno;
-		return snprintf(out, len, "%s/%s", real, dir) < (int)len ? 0 :
-		    -ENAMETOOLONG;
-	}
-	*slash = '\0';
-	if (*dir && (rc = mkdirs(dir)) < 0)
-		return rc;
-	if (!realpath(*dir ? dir : "/", real))
-		return -errno;
-	return snprintf(out, len, "%s/%s", strcmp(real, "/") ? real : "",
-	    slash + 1) < (int)len ? 0 : -ENAMETOOLONG;
-}
 
 static void
 init(void *userdata, struct fuse_conn_info *conn)
@@ -228,78 +59,6 @@ static const struct fuse_lowlevel_ops ops = {
 	.poll = op_poll,
 };
 
-/*
- * path as the log may show it: a PostgreSQL URL's password, if it has
- * one, becomes "***" (user:secret@host -> user:***@host).
- */
-static const char *
-shown_path(const char *path, char *buf, size_t cap)
-{
-	const char *u = strstr(path, "://"), *at, *colon, *slash;
-
-	if (!queen_path_is_pg(path))
-		return path;
-	u += 3;
-	at = strchr(u, '@');
-	colon = strchr(u, ':');
-	slash = strchr(u, '/');
-	if (!at || !colon || colon > at || (slash && slash < at))
-		return path;
-	snprintf(buf, cap, "%.*s***%s", (int)(colon + 1 - path), path, at);
-	return buf;
-}
-
-static int
-open_store(const char *path, enum queen_sync sync, struct queen **q)
-{
-	char why[512] = "", shown[PATH_MAX];
-	struct queen_options qo = { .path = path, .sync = sync,
-	    .err = why, .errlen = sizeof(why) };
-	const char *fault = getenv("QUEENFS_FAULT");
-	struct queen_tune tune = { 0 };
-	const char *hint;
-	int rc;
-
-	/*
-	 * A test hook, not a feature: QUEENFS_FAULT=fsync:N (write:N, logsync:N)
-	 * makes the store's syncs (writes) fail after N, so the mount tests
-	 * can watch the daemon stop writes with EIO (tests/fs-0031-faults.sh).
-	 */
-	if (fault && *fault) {
-		tune.fault = fault;
-		qo.tune = &tune;
-	}
-	rc = queen_open(&qo, q);
-	if (rc == 0)
-		return 0;
-	/* one line: libpq's messages carry a newline and a tab */
-	{
-		char *r = why, *w = why;
-
-		for (; *r; r++) {
-			char c = *r == '\n' || *r == '\t' ? ' ' : *r;
-
-			if (c != ' ' || (w > why && w[-1] != ' '))
-				*w++ = c;
-		}
-		while (w > why && w[-1] == ' ')
-			w--;
-		*w = '\0';
-	}
-	if (rc == -EIO && queen_path_is_pg(path))
-		hint = "the PostgreSQL database cannot be reached or used";
-	else if (rc == -EIO)
-		hint = "not a queenfs database, or corrupt";
-	else if (rc == -EPROTO)
-		hint = "written by a newer queenfs";
-	else if (rc == -EBUSY)
-		hint = "another process holds it (a queenfs mounted on it?)";
-	else
-		hint = strerror(-rc);
-	fs_log("cannot open %s: %s (%s)", shown_path(path, shown,
-	    sizeof(shown)), hint, why[0] ? why : strerror(-rc));
-	return rc;
-}
 
 int
 main(int argc, char **argv)
@@ -380,8 +139,7 @@ main(int argc, char **argv)
 	if (fuse_daemonize(o.foreground) != 0)
 		goto out_unmount;
 	if (!o.foreground) {
-		openlog("queenfs", LOG_PID, LOG_DAEMON);
-		use_syslog = true;
+		fs_log_to_syslog();
 	}
 	if (open_store(db, sync, &q) < 0)
 		goto out_unmount;

@@ -319,19 +319,6 @@ op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 }
 
 void
-reply_slice(fuse_req_t req, const char *text, size_t len, size_t size,
-    off_t off)
-{
-	if (off < 0 || (size_t)off >= len) {
-		fuse_reply_buf(req, NULL, 0);
-		return;
-	}
-	if (size > len - (size_t)off)
-		size = len - (size_t)off;
-	fuse_reply_buf(req, text + off, size);
-}
-
-void
 op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     struct fuse_file_info *fi)
 {

@@ -1,0 +1,100 @@
+/*
+ * args.c - the daemon's command line, also in the fstab form mount.fuse3
+ * uses (`queenfs SOURCE MOUNTPOINT -o db=PATH,...`): our options kept in
+ * struct opts (fs.h), FUSE's passed on in fuse_o.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs.h"
+
+void
+usage(FILE *f)
+{
+	fputs("usage: queenfs [options] [SOURCE] MOUNTPOINT\n"
+	    "  -f                 stay in the foreground\n"
+	    "  -d                 debug (implies -f)\n"
+	    "  --db PATH          the store (default: "
+	    "$XDG_DATA_HOME/queenfs/queen.db)\n"
+	    "  --sync full|normal|off\n"
+	    "  -o OPT[,OPT...]    FUSE mount options (allow_other, "
+	    "default_permissions, ...),\n"
+	    "                     and db=PATH, sync=MODE as in /etc/fstab\n"
+	    "  -V, --version      print the version\n", f);
+}
+
+/* Split one -o list: ours are kept, fstab-only ones dropped, the rest to FUSE. */
+static int
+add_o(struct opts *o, char *list)
+{
+	static const char *const drop[] = { "defaults", "auto", "noauto",
+		"nofail", "user", "users", "nouser", "_netdev", NULL };
+	char *save = NULL;
+
+	for (char *t = strtok_r(list, ",", &save); t;
+	    t = strtok_r(NULL, ",", &save)) {
+		bool skip = strncmp(t, "x-", 2) == 0 || strncmp(t, "comment=", 8) == 0;
+		for (int i = 0; drop[i]; i++)
+			skip = skip || strcmp(t, drop[i]) == 0;
+		if (strncmp(t, "db=", 3) == 0)
+			o->db = t + 3;
+		else if (strncmp(t, "sync=", 5) == 0)
+			o->sync = t + 5;
+		else if (!skip) {
+			size_t at = strlen(o->fuse_o);
+			if (at + strlen(t) + 2 >= sizeof(o->fuse_o))
+				return -1;
+			snprintf(o->fuse_o + at, sizeof(o->fuse_o) - at, "%s%s",
+			    at ? "," : "", t);
+		}
+	}
+	return 0;
+}
+
+int
+parse_args(int argc, char **argv, struct opts *o)
+{
+	const char *pos[2];
+	int npos = 0;
+
+	for (int i = 1; i < argc; i++) {
+		char *a = argv[i];
+		if (strcmp(a, "-f") == 0) {
+			o->foreground = true;
+		} else if (strcmp(a, "-d") == 0) {
+			o->debug = o->foreground = true;
+		} else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+			usage(stdout);
+			exit(0);
+		} else if (strcmp(a, "-V") == 0 || strcmp(a, "--version") == 0) {
+			puts(QUEENFS_VERSION);
+			exit(0);
+		} else if (strcmp(a, "--db") == 0 && i + 1 < argc) {
+			o->db = argv[++i];
+		} else if (strncmp(a, "--db=", 5) == 0) {
+			o->db = a + 5;
+		} else if (strcmp(a, "--sync") == 0 && i + 1 < argc) {
+			o->sync = argv[++i];
+		} else if (strncmp(a, "--sync=", 7) == 0) {
+			o->sync = a + 7;
+		} else if (strcmp(a, "-o") == 0 && i + 1 < argc) {
+			if (add_o(o, argv[++i]) < 0)
+				return -1;
+		} else if (strncmp(a, "-o", 2) == 0 && a[2]) {
+			if (add_o(o, a + 2) < 0)
+				return -1;
+		} else if (a[0] == '-' || npos == 2) {
+			fprintf(stderr, "queenfs: unknown argument %s\n", a);
+			return -1;
+		} else {
+			pos[npos++] = a;
+		}
+	}
+	if (npos == 0) {
+		fputs("queenfs: no mountpoint\n", stderr);
+		return -1;
+	}
+	o->mountpoint = pos[npos - 1];
+	return 0;
+}
