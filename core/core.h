@@ -1,8 +1,9 @@
 /*
  * core.h - what the engine's files share: the handle, the internal row
  * types, and the storage seam.  The seam (struct store_ops) is the only way
- * engine logic reaches storage; core/db.c implements it on SQLite, and a
- * second backend implements the same table.  No SQL above the seam.
+ * engine logic reaches storage; core/sqlite/ implements it on SQLite,
+ * core/pg/ on PostgreSQL (core/nopg/ stands in without libpq).  No SQL
+ * above the seam, and no backend header included here.
  */
 #ifndef CORE_H
 #define CORE_H
@@ -342,15 +343,16 @@ int tx_end(struct queen *q, int rc);
 void uuid_v7(struct queen *q, char out[QUEEN_ID_LEN + 1]);
 int64_t clamp_add(int64_t a, int64_t b);
 
-/* db.c */
+/* core/sqlite/db.c */
 int db_open(const struct queen_options *opt, struct store **out,
     const struct store_ops **ops, char *err, size_t errlen);
 
-/* db_pg.c: the PostgreSQL backend, for --db postgresql://... */
+/* core/pg/db_pg.c: the PostgreSQL backend, for --db postgresql://...
+ * (core/nopg/pg_none.c in a build without libpq: -EOPNOTSUPP) */
 int pg_open(const struct queen_options *opt, struct store **out,
     const struct store_ops **ops, char *err, size_t errlen);
 
-/* jsonw.c: JSON text straight into a growing buffer (zeroed to start) */
+/* core/api/jsonw.c: JSON text straight into a growing buffer (zeroed to start) */
 struct jw {
 	char *p;
 	size_t len, cap;

@@ -417,7 +417,7 @@ struct queen_ack_item {
 	const char *queue;           /*   queue + partition names */
 	const char *partition;
 	const char *group;           /* NULL: queue mode */
-	const char *status;          /* normalised as in the seed; NULL ok */
+	const char *status;          /* design.md#statuses; NULL ok */
 	const char *lease_id;        /* NULL: no lease check */
 	const char *error;           /* kept in the DLQ */
 };
@@ -433,7 +433,7 @@ struct queen_ack_result {
 	char error[QUEEN_ERR_LEN];  /* "" on success */
 };
 
-/* The seed's words, so callers can match them. */
+/* docs/design.md#reported's words, so callers can match them. */
 #define QUEEN_E_LEASE "invalid or expired lease"
 #define QUEEN_E_ALREADY "already committed: the cursor moved past this " \
 	"message before this ack"
@@ -443,7 +443,7 @@ struct queen_ack_result {
 #define QUEEN_E_FLUSH "ack flush failed; lease will expire and redeliver"
 
 /*
- * queen_ack - acknowledge n items as in seed 000.  Items are grouped by
+ * queen_ack - acknowledge n items (docs/design.md#offset-commit).  Items are grouped by
  * (partition, group, lease); each group is judged and written once.  Fills
  * res[i].  Returns 0 when the call ran (look at res), or a negative errno
  * when storage failed (then nothing moved and every item says so).
@@ -660,7 +660,7 @@ typedef int (*queen_timer_cb)(void *arg, const struct queen_timer_info *ti);
 int queen_timer_list(struct queen *q, const char *queue, queen_timer_cb cb,
     void *arg);
 
-/* ---- transactions (seed 002) ---- */
+/* ---- transactions (docs/design.md#transactions) ---- */
 
 enum queen_kv_op_type {
 	QUEEN_KV_PUT = 0,
@@ -752,7 +752,7 @@ struct queen_txn_result {
 
 /*
  * queen_txn - apply acks, pushes, KV and timer operations as one unit or
- * not at all.  Checks run in the seed's order (acks with the lease fence,
+ * not at all.  Checks run in the contract's order (acks with the lease fence,
  * pushes and their dedup, KV preconditions, timers); the first refusal
  * sets r->reason and nothing is written.  Returns 0 when a verdict was
  * reached (committed or refused: look at r->reason), or a negative errno

@@ -12,7 +12,7 @@
  * queen_api - the JSON front end shared by the mount's api/ files (and any
  * later network front end): endpoint is "push", "pop", "ack",
  * "transaction" or "renew"; req is the request body.  *resp (malloc'd,
- * NUL-terminated) is the JSON answer in the seeds' wire shapes; malformed
+ * NUL-terminated) is the JSON answer (docs/design.md#mount-api); malformed
  * input answers a JSON error with reason bad_request or too_large.
  * Returns 0 when the call as a whole succeeded, -EIO when it failed (the
  * answer says why), or -ENOMEM / -EINVAL (unknown endpoint).

@@ -1,5 +1,5 @@
 #!/bin/sh
-# fs-0021-timers: queues/<q>/timers/<key> (DESIGN.md "Timers"): the
+# fs-0021-timers: queues/<q>/timers/<key> (docs/design.md#mount-timers): the
 # contents are the payload, the mtime is the due time (touch -d), ls -l
 # shows the schedule, a rewrite upserts, rm cancels, a timer written
 # without a time fires after the queue's timer_delay, and a timer fires

@@ -1,6 +1,7 @@
 /*
  * api.c - the JSON front end: one request body in, one answer out, in the
- * seeds' wire shapes (push, pop, ack, transaction, renew).  It decodes
+ * wire shapes of docs/design.md#mount-api (push, pop, ack, transaction,
+ * renew).  It decodes
  * with jansson, calls the engine, and encodes; no queue rules live here.
  * docs/api.md describes every field.
  */

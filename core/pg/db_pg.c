@@ -1,8 +1,9 @@
 /*
  * db_pg.c - the PostgreSQL storage seam (--db postgresql://...): session,
- * transactions, every statement, the row locks that keep one lease per
- * (partition, group) across processes and hosts, LISTEN/NOTIFY wake-ups,
- * and SQLSTATE -> errno.  Nothing here decides what an ack means.
+ * transactions, every statement (the row locks that keep one lease per
+ * (partition, group) across processes and hosts are pg_rows.c's use of
+ * them), LISTEN/NOTIFY wake-ups, and SQLSTATE -> errno.  Nothing here
+ * decides what an ack means.
  */
 #include <errno.h>
 #include <libpq-fe.h>

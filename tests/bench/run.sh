@@ -1,7 +1,7 @@
 #!/bin/sh
 # run.sh - `make bench`: queenfs side by side with its references in one
-# run (BASELINE.md's method): nullfs (the FUSE limit), the engine with no
-# FUSE, beanstalkd, Redis streams and dirq.  Every figure runs BENCH_REPS
+# run (README.md's "Performance" method): nullfs (the FUSE limit), the
+# engine with no FUSE, beanstalkd, Redis streams and dirq.  Every figure runs BENCH_REPS
 # times (default 3) for BENCH_SECONDS (default 1), interleaved rep by rep;
 # one table of medians comes out at the end.  It never fails on a figure:
 # targets are only printed.  Every mount, daemon and server started here is
@@ -605,7 +605,7 @@ say ""
 say "queenfs benchmark: medians of $REPS runs x ${DUR} s [min-max], $(nproc) CPUs, $(date -u +%Y-%m-%dT%H:%MZ)"
 say "push = create+write(200 B)+close of a new file; cycle = push, read next, read the payload, rename into ack/"
 say "P+C = P producer and C consumer threads; wake = from the producer's close() call to the blocked read's return"
-say "dirq runs on $(df -PT /tmp | awk 'NR == 2 { print $2 }') /tmp: after mass unlinks ext4 creates slow down for minutes (BASELINE.md)"
+say "dirq runs on $(df -PT /tmp | awk 'NR == 2 { print $2 }') /tmp: after mass unlinks ext4 creates slow down for minutes (README.md, "Performance")"
 say ""
 say "| figure | queenfs | reference | ratio | target | met? |"
 say "|---|---|---|---|---|---|"
