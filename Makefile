@@ -266,8 +266,9 @@ deps-ci:
 	@PG=$(PG_ASKED) .ci/deps ci
 
 # clang-format with the checked-in .clang-format.  The tree predates the
-# file, so format-check judges only the lines changed since FORMAT_BASE
-# (git clang-format), and make format rewrites only those.
+# file, so format-check judges only the lines changed since FORMAT_BASE,
+# the last commit that touched .clang-format (git clang-format), and make
+# format rewrites only those.
 FORMAT_BASE ?= $(shell git rev-list -1 HEAD -- .clang-format)
 format:
 	git clang-format --style=file $(FORMAT_BASE) -- core fs tests examples
