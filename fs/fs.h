@@ -345,11 +345,13 @@ const char *errname(int err);
 struct handle *handle_new(struct node *n);
 struct handle *handle_get(struct fuse_file_info *fi);
 void handle_put(struct handle *h);
+/* note.c */
 void note_set(const char *lease, const char *txid, const char *error,
     int64_t now);
 char *note_take(const char *lease, const char *txid);
 char *note_get(const char *lease, const char *txid);
 void note_sweep(int64_t now);
+/* lease.c */
 void lease_seen(const char *id);
 void lease_acked(const char *id, const char *txid);
 bool lease_known(const char *id, const char *txid);
