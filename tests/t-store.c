@@ -2527,6 +2527,33 @@ test_path_is_pg(void)
 	    "path: a file whose name holds :// is a file");
 }
 
+/*
+ * A build without libpq (make PG=no) refuses a postgresql:// store with
+ * -EOPNOTSUPP and says why; with libpq the same URI (nothing listens on
+ * port 1) fails to connect instead.  Either way nothing opens.
+ */
+static void
+test_pg_unavailable(void)
+{
+	struct queen_options o = { 0 };
+	struct queen *q = NULL;
+	char why[256] = "";
+	int rc;
+
+	o.path = "postgresql://127.0.0.1:1/none?connect_timeout=2";
+	o.err = why;
+	o.errlen = sizeof(why);
+	rc = queen_open(&o, &q);
+	ok(rc < 0 && !q, "no pg: the open fails (%d: %s)", rc, why);
+	if (rc == -EOPNOTSUPP)
+		ok(strstr(why, "built without PostgreSQL support") != NULL,
+		    "no pg: a build without libpq says so");
+	else
+		ok(strstr(why, "built without") == NULL,
+		    "no pg: a build with libpq tried to connect");
+	queen_close(q);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -2536,6 +2563,7 @@ main(int argc, char **argv)
 	plan_lazy();
 	test_memstatus();       /* first: before this file uses SQLite */
 	test_path_is_pg();
+	test_pg_unavailable();
 	test_many_partitions();
 	test_young_fold();
 	test_fold_slices();
