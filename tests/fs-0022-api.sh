@@ -170,7 +170,7 @@ eq({"success": True, "leaseId": None, "messages": []}, api("pop", {"queue": "aut
 EOF
 '
 
-test_expect_success 'api/ack single: a top-level array of exactly the contract's fields' '
+test_expect_success 'api/ack single: a top-level array of exactly the contract fields' '
 	python3 <<\EOF
 from qapi import *
 api("push", {"items": [{"queue": "k", "transactionId": "s1", "payload": 1}]})
