@@ -235,7 +235,7 @@ analyze: $(ANALYZE_LOG)
 	cppcheck --quiet --error-exitcode=1 \
 	    --enable=warning,portability,performance \
 	    --inline-suppr --suppressions-list=.cppcheck-suppress \
-	    -D_XOPEN_SOURCE=700 -D_DEFAULT_SOURCE core fs
+	    -D_XOPEN_SOURCE=700 -D_DEFAULT_SOURCE -Icore core fs
 
 # libFuzzer (clang) over the parsers, FUZZ_SECONDS each; the corpus in
 # tests/fuzz/corpus/ grows as it finds new paths.  Any crash file it

@@ -311,5 +311,3 @@ pend_sweep(int64_t now)
 	}
 	pthread_mutex_unlock(&fs_lock);
 }
-
-
