@@ -142,11 +142,25 @@ test_expect_success SQLITE3 'a database from a newer schema is refused at startu
 	test_is 1 "$(sqlite3 newer.db "SELECT count(*) FROM messages")" "messages"
 '
 
-# port 1 of the loopback: refused at once, nothing listens there
-test_expect_success 'a PostgreSQL URL that cannot connect: one line, no password' '
+# port 1 of the loopback: refused at once, nothing listens there.  A
+# daemon built without libpq (make PG=no) refuses every postgresql://
+# store instead, and says so: PG or NOPG, whichever this build is.
+if refuse "postgresql://127.0.0.1:1/probe" >/dev/null 2>&1 &&
+    grep -q "built without PostgreSQL support" refuse.err; then
+	test_set_prereq NOPG
+else
+	test_set_prereq PG
+fi
+test_expect_success PG 'a PostgreSQL URL that cannot connect: one line, no password' '
 	refuse "postgresql://bob:s3cret@127.0.0.1:1/queen" &&
 	grep -q "cannot open postgresql://bob:\*\*\*@127.0.0.1:1/queen: the PostgreSQL database cannot be reached" refuse.err &&
 	grep -q "Connection refused" refuse.err &&
+	! grep -q s3cret refuse.err
+'
+
+test_expect_success NOPG 'built without PostgreSQL: a postgresql:// store is refused, saying why' '
+	refuse "postgresql://bob:s3cret@127.0.0.1:1/queen" &&
+	grep -q "cannot open postgresql://bob:\*\*\*@127.0.0.1:1/queen: Operation not supported (built without PostgreSQL support" refuse.err &&
 	! grep -q s3cret refuse.err
 '
 
