@@ -316,6 +316,7 @@ struct queen {
 	uint64_t pop_need;        /* see queen_pop_ticket */
 	bool failed;              /* a storage I/O error stops all writes */
 	uint64_t fast_pushes;     /* api/push bodies read without jansson */
+	bool http_maint, http_pop_maint;  /* /api/v1/system/maintenance */
 	/* queen_maintain's walk resumes after this queue's partition ("":
 	 * from the start) */
 	char maint_queue[QUEEN_NAME_MAX + 1], maint_after[QUEEN_NAME_MAX + 1];
