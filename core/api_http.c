@@ -608,8 +608,11 @@ do_transaction(struct hctx *h, json_t *b)
 
 	if (!json_is_array(ops) || json_array_size(ops) == 0)
 		return refuse(h, 400, "'operations' must be a non-empty array");
-	json_array_foreach(ops, i, o) {
-		json_t *t = json_object_get(o, "type"), *items, *it;
+	for (i = 0; i < json_array_size(ops); i++) {
+		json_t *t, *items, *it;
+
+		o = json_array_get(ops, i);
+		t = json_object_get(o, "type");
 
 		if (!json_is_string(t) || (strcmp(json_string_value(t), "ack") &&
 		    strcmp(json_string_value(t), "push")))
@@ -620,8 +623,11 @@ do_transaction(struct hctx *h, json_t *b)
 		    "consumerGroup"))))
 			json_object_del(o, "consumerGroup");
 		items = json_object_get(o, "items");
-		json_array_foreach(items, j, it) {
-			json_t *p = json_object_get(it, "partition");
+		for (j = 0; j < json_array_size(items); j++) {
+			json_t *p;
+
+			it = json_array_get(items, j);
+			p = json_object_get(it, "partition");
 
 			if (json_is_object(it) && (!p || (json_is_string(p) &&
 			    !strcmp(json_string_value(p), HTTP_DEFAULT))))
@@ -664,13 +670,21 @@ do_transaction(struct hctx *h, json_t *b)
 		size_t k, np = 0;
 
 		/* the pushes' results follow the acks', in item order */
-		json_array_foreach(ops, i, op)
-			json_array_foreach(json_object_get(op, "items"), k, it)
-				json_array_append(queues, json_object_get(it,
-				    "queue"));
+		for (i = 0; i < json_array_size(ops); i++) {
+			op = json_array_get(ops, i);
+			it = json_object_get(op, "items");
+			for (k = 0; k < json_array_size(it); k++)
+				json_array_append(queues, json_object_get(
+				    json_array_get(it, k), "queue"));
+		}
 		h->ans->wrote = true;
-		json_array_foreach(json_object_get(ans, "results"), i, o) {
-			json_t *p = json_object_get(o, "partition");
+		json_t *results = json_object_get(ans, "results");
+
+		for (i = 0; i < json_array_size(results); i++) {
+			json_t *p;
+
+			o = json_array_get(results, i);
+			p = json_object_get(o, "partition");
 
 			if (!json_object_get(o, "success"))
 				json_object_set_new(o, "success", json_true());
@@ -1044,7 +1058,7 @@ is(struct hctx *h, const char *method, size_t nseg, ...)
 	for (size_t i = 0; i < nseg && ok; i++) {
 		const char *want = va_arg(ap, const char *);
 
-		ok = !want || !strcmp(want, h->seg[i]);
+		ok = !strcmp(want, "*") || !strcmp(want, h->seg[i]);
 	}
 	va_end(ap);
 	return ok;
@@ -1067,11 +1081,11 @@ route(struct hctx *h)
 		return refuse(h, 404, "no route %s %.200s", m, h->r->path);
 	memmove(h->seg, h->seg + 2, (h->nseg - 2) * sizeof(h->seg[0]));
 	h->nseg -= 2;
-	if (is(h, "GET", 3, "pop", "queue", NULL))
+	if (is(h, "GET", 3, "pop", "queue", "*"))
 		return do_pop(h, h->seg[2], NULL);
-	if (is(h, "GET", 5, "pop", "queue", NULL, "partition", NULL))
+	if (is(h, "GET", 5, "pop", "queue", "*", "partition", "*"))
 		return do_pop(h, h->seg[2], h->seg[4]);
-	if (is(h, "DELETE", 3, "resources", "queues", NULL))
+	if (is(h, "DELETE", 3, "resources", "queues", "*"))
 		return do_queue_delete(h, h->seg[2]);
 	if (is(h, "GET", 2, "resources", "queues"))
 		return do_queues(h, false);
@@ -1081,9 +1095,9 @@ route(struct hctx *h)
 		return do_maintenance(h, NULL, false);
 	if (is(h, "GET", 3, "system", "maintenance", "pop"))
 		return do_maintenance(h, NULL, true);
-	if (is(h, "DELETE", 2, "consumer-groups", NULL))
+	if (is(h, "DELETE", 2, "consumer-groups", "*"))
 		return do_group_delete(h, h->seg[1], NULL);
-	if (is(h, "DELETE", 4, "consumer-groups", NULL, "queues", NULL))
+	if (is(h, "DELETE", 4, "consumer-groups", "*", "queues", "*"))
 		return do_group_delete(h, h->seg[1], h->seg[3]);
 	if (strcmp(m, "POST"))
 		return refuse(h, strcmp(m, "GET") && strcmp(m, "DELETE") ?
@@ -1100,12 +1114,12 @@ route(struct hctx *h)
 		rc = do_ack(h, b, true);
 	else if (is(h, "POST", 1, "transaction"))
 		rc = do_transaction(h, b);
-	else if (is(h, "POST", 3, "lease", NULL, "extend"))
+	else if (is(h, "POST", 3, "lease", "*", "extend"))
 		rc = do_extend(h, h->seg[1], b);
-	else if (is(h, "POST", 5, "consumer-groups", NULL, "queues", NULL,
+	else if (is(h, "POST", 5, "consumer-groups", "*", "queues", "*",
 	    "seek"))
 		rc = do_seek(h, h->seg[1], h->seg[3], b);
-	else if (is(h, "POST", 3, "consumer-groups", NULL, "subscription"))
+	else if (is(h, "POST", 3, "consumer-groups", "*", "subscription"))
 		rc = do_subscription(h, h->seg[1], b);
 	else if (is(h, "POST", 2, "system", "maintenance"))
 		rc = do_maintenance(h, b, false);

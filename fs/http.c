@@ -38,7 +38,7 @@ struct hreq {
 	bool watched;
 	/* the request, copied for the engine thread */
 	char method[8];
-	char *path;
+	char path[2048];
 	struct queen_http_arg args[MAX_ARGS];
 	size_t nargs;
 	struct queen_http_answer ans;
@@ -257,8 +257,10 @@ submit(struct MHD_Connection *c, struct hreq *r, const char *url,
 	struct http_job *hj;
 
 	snprintf(r->method, sizeof(r->method), "%s", method);
-	if (!(r->path = strdup(url)))
-		return MHD_NO;
+	if (strlen(url) >= sizeof(r->path))
+		return queue_error(c, MHD_HTTP_URI_TOO_LONG,
+		    "the path is over 2047 bytes");
+	memcpy(r->path, url, strlen(url) + 1);
 	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, one_arg, r);
 	ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
 	r->fd = ci ? ci->connect_fd : -1;
@@ -399,7 +401,6 @@ on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 		free((char *)r->args[i].value);
 	}
 	free(r->ans.body);
-	free(r->path);
 	free(r->body);
 	free(r);
 	*con_cls = NULL;
