@@ -309,21 +309,16 @@ do_configure(struct hctx *h, json_t *b)
 static int
 do_queue_delete(struct hctx *h, const char *queue)
 {
-	struct queen_queue_info qi;
-	int rc = queen_queue_get(h->q, queue, &qi);
+	bool existed = false;
+	int rc = queen_queue_purge(h->q, queue, &existed);
 
-	if (rc == -ENOENT || (rc == -EINVAL)) {
-		answer_json(h, 200, json_pack("{s:b, s:s, s:b}", "deleted", 1,
-		    "queue", queue, "existed", 0));
-		return 0;
-	}
-	if (rc == 0)
-		rc = queen_queue_delete(h->q, queue);
-	if (rc != 0)
+	if (rc == -EINVAL)
+		existed = false;   /* no such name can exist */
+	else if (rc != 0)
 		return refuse_rc(h, rc);
-	h->ans->wrote = true;
+	h->ans->wrote = existed;
 	answer_json(h, 200, json_pack("{s:b, s:s, s:b}", "deleted", 1,
-	    "queue", queue, "existed", 1));
+	    "queue", queue, "existed", existed));
 	return 0;
 }
 

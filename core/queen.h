@@ -218,6 +218,14 @@ int queen_queue_create(struct queen *q, const char *name,
 /* -ENOENT; -ENOTEMPTY while it holds messages, groups or timers. */
 int queen_queue_delete(struct queen *q, const char *name);
 
+/*
+ * queen_queue_purge - delete the queue with all it owns: partitions,
+ * messages, their dedup hashes, groups with their cursors, leases and
+ * recorded starts, DLQ entries, timers.  Returns 0 (*existed says
+ * whether there was such a queue), -EINVAL bad name, or a storage errno.
+ */
+int queen_queue_purge(struct queen *q, const char *name, bool *existed);
+
 /* -ENOENT */
 int queen_queue_get(struct queen *q, const char *name,
     struct queen_queue_info *out);

@@ -241,16 +241,27 @@ eq(400, st, "not a boolean")
 EOF
 '
 
-test_expect_success 'queue delete: 200 existed false for an unknown queue, true for an empty one' '
+test_expect_success 'queue delete: idempotent; a queue with messages, a group, a DLQ entry goes whole, dedup state too' '
 	python3 <<\EOF &&
 from http_base import *
 st, js, _ = call("DELETE", "/api/v1/resources/queues/never")
 eq(200, st, "status"); eq({"deleted": True, "queue": "never", "existed": False}, js, "answer")
-call("POST", "/api/v1/configure", {"queue": "emptyq"})
-st, js, _ = call("DELETE", "/api/v1/resources/queues/emptyq")
-eq(200, st, "status"); eq(True, js["existed"], "existed")
+call("POST", "/api/v1/configure", {"queue": "delq", "options": {"retryLimit": 0, "dlqAfterMaxRetries": True}})
+push([{"queue": "delq", "payload": i, "transactionId": "dd%d" % i} for i in range(3)])
+st, js = pop("delq", consumerGroup="dg")
+call("POST", "/api/v1/ack", {"transactionId": "dd0", "partitionId": js["partitionId"],
+     "status": "dlq", "leaseId": js["leaseId"], "consumerGroup": "dg"})
+st, js, _ = call("DELETE", "/api/v1/resources/queues/delq")
+eq(200, st, "status"); eq(True, js["existed"], "existed"); eq(True, js["deleted"], "deleted")
+eq(204, pop("delq")[0], "no message left")
+st, js, _ = call("GET", "/api/v1/dlq?queue=delq&consumerGroup=dg")
+eq(0, js["total"], "no DLQ entry left")
+st, js, _ = call("DELETE", "/api/v1/resources/queues/delq")
+eq(False, js["existed"], "a second delete: existed false")
+eq("queued", push([{"queue": "delq", "payload": 9, "transactionId": "dd1"}])[0]["status"],
+   "an old transactionId is queued again after delete and re-create")
 EOF
-	test_path_is_missing "$MNT/queues/emptyq"
+	ls "$MNT/queues/delq/groups" >actual && test_line_count = 0 actual
 '
 
 test_expect_success 'long poll: woken by a push through a file' '
