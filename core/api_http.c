@@ -1038,6 +1038,103 @@ do_prometheus(struct hctx *h)
 	return 0;
 }
 
+/* ---- consumer groups: listing and lag ---- */
+
+struct gwalk {
+	struct hctx *h;
+	const char *queue;
+	const char *only;       /* one group, or NULL */
+	int64_t min_lag_s;      /* lagging: seconds, or -1 */
+	json_t *out;            /* array, or object keyed by queue */
+	json_t *parts;          /* the current group's partitions */
+	int64_t total, maxlag_s, now;
+	bool any_lease;
+};
+
+static int
+cursor_one(void *arg, const struct queen_cursor_info *ci)
+{
+	struct gwalk *w = arg;
+
+	w->total += ci->lag;
+	w->any_lease = w->any_lease || ci->leased;
+	if (w->parts)
+		json_array_append_new(w->parts, json_pack("{s:s, s:I, s:I, "
+		    "s:b}", "partition", part_out(ci->partition),
+		    "totalConsumed", (json_int_t)ci->committed, "offsetLag",
+		    (json_int_t)ci->lag, "leaseActive", ci->leased));
+	return 0;
+}
+
+static int
+group_one(void *arg, const struct queen_group_info *gi)
+{
+	struct gwalk *w = arg;
+	struct queen_stats st = { 0 };
+	int64_t lag_s;
+	int rc;
+
+	if (w->only && strcmp(w->only, gi->name))
+		return 0;
+	w->total = 0;
+	w->any_lease = false;
+	w->parts = w->only ? json_array() : NULL;
+	if ((rc = queen_cursor_list(w->h->q, w->queue, gi->name, cursor_one,
+	    w)) != 0 ||
+	    (rc = queen_stats_get(w->h->q, w->queue, gi->name, &st)) != 0) {
+		json_decref(w->parts);
+		return rc;
+	}
+	lag_s = st.oldest_waiting ? (w->now - st.oldest_waiting) / 1000 : 0;
+	if (w->only) {
+		json_object_set_new(w->out, w->queue, json_pack("{s:o}",
+		    "partitions", w->parts));
+		return 0;
+	}
+	if (w->min_lag_s >= 0) {
+		if (lag_s >= w->min_lag_s && st.depth > 0)
+			json_array_append_new(w->out, json_pack("{s:s, s:s, "
+			    "s:I, s:I}", "consumer_group", gi->name,
+			    "queue_name", w->queue, "offset_lag",
+			    (json_int_t)st.depth, "time_lag_seconds",
+			    (json_int_t)lag_s));
+		return 0;
+	}
+	return json_array_append_new(w->out, json_pack("{s:s, s:s, s:i, s:I, "
+	    "s:I, s:s, s:s, s:o}", "name", gi->name, "queueName", w->queue,
+	    "members", 0, "totalLag", (json_int_t)st.depth, "maxTimeLag",
+	    (json_int_t)lag_s, "state", w->any_lease ? "active" : st.depth ?
+	    "lagging" : "stable", "subscriptionMode", gi->mode ==
+	    QUEEN_SUB_NEW ? "new" : gi->mode == QUEEN_SUB_SINCE ? "timestamp" :
+	    "all", "subscriptionTimestamp", gi->mode == QUEEN_SUB_SINCE ?
+	    time_json(gi->since) : json_null())) ? -ENOMEM : 0;
+}
+
+static int
+do_groups(struct hctx *h, const char *only, bool lagging)
+{
+	struct gwalk w = { .h = h, .only = only, .min_lag_s = -1,
+	    .now = queen_now(h->q) };
+	struct qnames l = { 0 };
+	int rc;
+
+	if (lagging)
+		w.min_lag_s = arg_int(h, "minLagSeconds", 3600, 0, INT64_MAX);
+	w.out = only ? json_object() : json_array();
+	rc = queen_queue_list(h->q, qname_one, &l);
+	for (size_t i = 0; rc == 0 && i < l.n; i++) {
+		w.queue = l.names[i];
+		rc = queen_group_list(h->q, w.queue, group_one, &w);
+	}
+	free(l.names);
+	if (rc != 0) {
+		json_decref(w.out);
+		return refuse_rc(h, rc);
+	}
+	answer_json(h, 200, w.out);
+	return 0;
+}
+
 /* ---- routing ---- */
 
 static bool
@@ -1090,6 +1187,12 @@ route(struct hctx *h)
 		return do_maintenance(h, NULL, false);
 	if (is(h, "GET", 3, "system", "maintenance", "pop"))
 		return do_maintenance(h, NULL, true);
+	if (is(h, "GET", 1, "consumer-groups"))
+		return do_groups(h, NULL, false);
+	if (is(h, "GET", 2, "consumer-groups", "lagging"))
+		return do_groups(h, NULL, true);
+	if (is(h, "GET", 2, "consumer-groups", "*"))
+		return do_groups(h, h->seg[1], false);
 	if (is(h, "DELETE", 2, "consumer-groups", "*"))
 		return do_group_delete(h, h->seg[1], NULL);
 	if (is(h, "DELETE", 4, "consumer-groups", "*", "queues", "*"))

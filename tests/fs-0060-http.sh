@@ -493,6 +493,26 @@ eq(200, pop("pm")[0], "pops again")
 EOF
 '
 
+test_expect_success 'consumer groups: listing, one group by queue, lagging' '
+	python3 <<\EOF
+from http_base import *
+push([{"queue": "lagq", "payload": i, "transactionId": "lg%d" % i} for i in range(4)])
+st, js = pop("lagq", consumerGroup="lagger", batch=1)
+st, js, _ = call("GET", "/api/v1/consumer-groups")
+eq(200, st, "listing")
+row = [g for g in js if g["name"] == "lagger"][0]
+eq("lagq", row["queueName"], "queueName"); eq(4, row["totalLag"], "totalLag")
+st, js, _ = call("GET", "/api/v1/consumer-groups/lagger")
+eq(200, st, "one group")
+p = js["lagq"]["partitions"][0]
+eq("Default", p["partition"], "partition"); eq(True, p["leaseActive"], "leaseActive")
+st, js, _ = call("GET", "/api/v1/consumer-groups/lagging?minLagSeconds=0")
+check([r for r in js if r["consumer_group"] == "lagger" and r["offset_lag"] == 4], "lagging row: %r" % js)
+st, js, _ = call("GET", "/api/v1/consumer-groups/lagging?minLagSeconds=100000")
+eq([], [r for r in js if r["consumer_group"] == "lagger"], "not lagging that long")
+EOF
+'
+
 test_expect_success 'metrics: JSON and Prometheus text' '
 	curl -s -o body -w "%{http_code}\n" $URL/metrics >actual &&
 	echo 200 >expect && test_cmp expect actual && grep "\"uptime\"" body &&
