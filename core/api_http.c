@@ -218,6 +218,24 @@ static const struct optdef optdefs[] = {
 };
 #define NOPTS (sizeof(optdefs) / sizeof(optdefs[0]))
 
+/* The Default partition exists after a configure (0.15 names its id). */
+static int
+default_partition(struct queen *q, const char *queue,
+    struct queen_partition_info *pi)
+{
+	struct queue_row qr;
+	struct part_row pr;
+	int rc;
+
+	if ((rc = tx_begin(q)) != 0)
+		return rc;
+	if ((rc = queue_load(q, queue, &qr)) == 0)
+		rc = part_load(q, &qr, QUEEN_DEFAULT_PARTITION, true, &pr);
+	if ((rc = tx_end(q, rc)) == 0)
+		rc = queen_partition_get(q, queue, QUEEN_DEFAULT_PARTITION, pi);
+	return rc;
+}
+
 static int
 do_configure(struct hctx *h, json_t *b)
 {
@@ -283,15 +301,8 @@ do_configure(struct hctx *h, json_t *b)
 	rc = queen_queue_create(h->q, queue, NULL);
 	if (rc == 0 || rc == -EEXIST)
 		rc = queen_config_set(h->q, queue, NULL, keys, vals, n);
-	if (rc == 0) {
-		/* the Default partition exists afterwards: push nothing, but
-		 * look it up once something made it */
-		rc = queen_partition_get(h->q, queue, QUEEN_DEFAULT_PARTITION,
-		    &pi);
-		if (rc == -ENOENT)
-			pi.uuid[0] = '\0';
-		rc = rc == -ENOENT ? 0 : rc;
-	}
+	if (rc == 0)
+		rc = default_partition(h->q, queue, &pi);
 	if (rc != 0) {
 		json_decref(echo);
 		return refuse_rc(h, rc);

@@ -43,7 +43,13 @@ eq(True, o["dlqAfterMaxRetries"], "dlqAfterMaxRetries")
 eq(False, o["deadLetterQueue"], "deadLetterQueue default")
 eq(1000, o["retryDelay"], "retryDelay default")
 eq(3600, o["ttl"], "ttl default")
+check(js["partitionId"], "the Default partition id")
+st, js2, _ = call("POST", "/api/v1/configure", {"queue": "cq"})
+eq(js["partitionId"], js2["partitionId"], "a reconfigure keeps the partition")
+eq(300, js2["options"]["leaseTime"], "full replace: leaseTime back to its default")
+call("POST", "/api/v1/configure", {"queue": "cq", "options": {"leaseTime": 60, "retryLimit": 1}})
 EOF
+	ls "$MNT/queues/cq/partitions" | grep -qx default &&
 	grep -q "^lease_time = 60" "$MNT/queues/cq/config" &&
 	grep -q "^retry_limit = 1" "$MNT/queues/cq/config"
 '
