@@ -191,8 +191,7 @@ http_reply(struct job *j)
 {
 	struct hreq *r = ((struct http_job *)j)->r;
 
-	if (r->watched)
-		watch_drop(r);
+	watch_drop(r);      /* watched is the watcher's, under H.mu */
 	r->rc = j->rc;
 	r->done = true;
 	MHD_resume_connection(r->conn);
@@ -394,8 +393,7 @@ on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	(void)toe;
 	if (!r)
 		return;
-	if (r->watched)
-		watch_drop(r);
+	watch_drop(r);
 	for (size_t i = 0; i < r->nargs; i++) {
 		free((char *)r->args[i].key);
 		free((char *)r->args[i].value);
