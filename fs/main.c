@@ -59,9 +59,11 @@ usage(FILE *f)
 	    "  --listen HOST:PORT serve Queen's HTTP API there (repeatable;\n"
 	    "                     also -o listen=...); the mountpoint is then\n"
 	    "                     optional.  See docs/http.md\n"
-	    "  --http-token-file FILE  bearer tokens, one a line (required\n"
-	    "                     for a non-loopback address unless...)\n"
+	    "  --http-token-file FILE  bearer tokens, one a line (-o\n"
+	    "                     http_token_file=FILE); a non-loopback\n"
+	    "                     --listen needs it or --http-insecure\n"
 	    "  --http-insecure    serve a non-loopback address with no token\n"
+	    "                     (-o http_insecure)\n"
 	    "  -V, --version      print the version\n", f);
 }
 
@@ -86,6 +88,8 @@ add_o(struct opts *o, char *list)
 			o->http.listen[o->http.n++] = t + 7;
 		} else if (strncmp(t, "http_token_file=", 16) == 0)
 			o->http.token_file = t + 16;
+		else if (strcmp(t, "http_insecure") == 0)
+			o->http.insecure = true;
 		else if (strncmp(t, "sync=", 5) == 0)
 			o->sync = t + 5;
 		else if (!skip) {
@@ -373,6 +377,7 @@ main(int argc, char **argv)
 {
 	struct opts o;
 	char db[PATH_MAX], fsname[PATH_MAX + 16];
+	static char tokens[PATH_MAX];
 	enum queen_sync sync = QUEEN_SYNC_FULL;
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
 	struct fuse_loop_config *lc;
@@ -413,6 +418,9 @@ main(int argc, char **argv)
 	}
 	if (o.http.n && http_check(&o.http) < 0)
 		return 2;
+	/* read after the daemon has gone to / */
+	if (o.http.token_file && realpath(o.http.token_file, tokens))
+		o.http.token_file = tokens;
 	if ((rc = db_path(o.db, db, sizeof(db))) < 0) {
 		fprintf(stderr, "queenfs: database path: %s\n", strerror(-rc));
 		return 1;
