@@ -457,13 +457,93 @@ group_start(struct hctx *h, const char *queue, const char *group)
 	}
 }
 
+/* A payload as Queen's `data`, as text: JSON as it is, else a string. */
+static void
+data_text(struct jw *w, const void *p, size_t n)
+{
+	size_t from, len;
+	json_t *v;
+	char *s;
+
+	if (n && json_text(p, n, &from, &len)) {
+		jw_raw(w, (const char *)p + from, len);
+		return;
+	}
+	v = payload_data(p, n);
+	s = v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+	json_decref(v);
+	if (s)
+		jw_lit(w, s);
+	else
+		w->oom = true;
+	free(s);
+}
+
+/*
+ * A pop's answer, written as text: a big batch through jansson cost
+ * more than the pop itself (every payload parsed and printed again).
+ */
+static void
+pop_text(struct hctx *h, struct queen_batch *b)
+{
+	const char *group = b->group[0] ? b->group : QUEUE_MODE;
+	const char *part = part_out(b->partition);
+	struct jw w = { 0 };
+	char t[40];
+
+	jw_lit(&w, "{\"success\":true,\"queue\":");
+	jw_str(&w, b->queue);
+	jw_lit(&w, ",\"partition\":");
+	jw_str(&w, part);
+	jw_lit(&w, ",\"partitionId\":");
+	jw_str(&w, b->partition_uuid);
+	jw_lit(&w, ",\"leaseId\":");
+	jw_str(&w, b->lease_id);
+	jw_lit(&w, ",\"consumerGroup\":");
+	jw_str(&w, group);
+	jw_lit(&w, ",\"partitionsClaimed\":1,\"messages\":[");
+	for (size_t i = 0; i < b->n; i++) {
+		const struct queen_msg *m = &b->msgs[i];
+
+		jw_lit(&w, i ? ",{\"id\":\"" : "{\"id\":\"");
+		jw_lit(&w, b->partition_uuid);
+		jw_raw(&w, ":", 1);
+		jw_int(&w, m->offset);
+		jw_lit(&w, "\",\"transactionId\":");
+		jw_str(&w, m->txid);
+		jw_lit(&w, ",\"partitionId\":");
+		jw_str(&w, b->partition_uuid);
+		jw_lit(&w, ",\"leaseId\":");
+		jw_str(&w, b->lease_id);
+		jw_lit(&w, ",\"data\":");
+		data_text(&w, m->payload, m->len);
+		jw_lit(&w, ",\"traceId\":");
+		jw_str(&w, m->trace_id);
+		queen_time_format(m->created_at, t, sizeof(t));
+		jw_lit(&w, ",\"createdAt\":");
+		jw_str(&w, t);
+		jw_lit(&w, ",\"partition\":");
+		jw_str(&w, part);
+		jw_lit(&w, ",\"queue\":");
+		jw_str(&w, b->queue);
+		jw_lit(&w, ",\"consumerGroup\":");
+		jw_str(&w, group);
+		jw_lit(&w, ",\"producerSub\":null,\"retryCount\":");
+		jw_int(&w, b->retry_count);
+		jw_raw(&w, "}", 1);
+	}
+	jw_lit(&w, "]}");
+	h->ans->status = 200;
+	if (!(h->ans->body = jw_finish(&w)))
+		h->ans->status = 500;
+}
+
 static int
 do_pop(struct hctx *h, const char *queue, const char *partition)
 {
 	struct queen_pop_req pr = { 0 };
 	struct queen_batch *b = NULL;
 	struct queen_queue_info qi;
-	json_t *msgs, *out;
 	int64_t timeout = arg_int(h, "timeout", 30000, 0, 86400000);
 	bool wait = arg_true(h, "wait");
 	int rc;
@@ -485,30 +565,8 @@ do_pop(struct hctx *h, const char *queue, const char *partition)
 	if (rc != 0)
 		return refuse_rc(h, rc);
 	h->ans->wrote = true;
-	msgs = json_array();
-	for (size_t i = 0; i < b->n; i++) {
-		const struct queen_msg *m = &b->msgs[i];
-		char id[80];
-
-		snprintf(id, sizeof(id), "%s:%lld", b->partition_uuid,
-		    (long long)m->offset);
-		json_array_append_new(msgs, json_pack("{s:s, s:s, s:s, s:s, "
-		    "s:o, s:o, s:o, s:s, s:s, s:s, s:n, s:I}", "id", id,
-		    "transactionId", m->txid, "partitionId", b->partition_uuid,
-		    "leaseId", b->lease_id, "data", payload_data(m->payload,
-		    m->len), "traceId", m->trace_id ? json_string(m->trace_id) :
-		    json_null(), "createdAt", time_json(m->created_at),
-		    "partition", part_out(b->partition), "queue", b->queue,
-		    "consumerGroup", b->group[0] ? b->group : QUEUE_MODE,
-		    "producerSub", "retryCount", (json_int_t)b->retry_count));
-	}
-	out = json_pack("{s:b, s:s, s:s, s:s, s:s, s:s, s:i, s:o}", "success",
-	    1, "queue", b->queue, "partition", part_out(b->partition),
-	    "partitionId", b->partition_uuid, "leaseId", b->lease_id,
-	    "consumerGroup", b->group[0] ? b->group : QUEUE_MODE,
-	    "partitionsClaimed", 1, "messages", msgs);
+	pop_text(h, b);
 	queen_batch_free(b);
-	answer_json(h, 200, out);
 	return 0;
 empty:
 	if (wait && timeout > 0 && h->wait) {
@@ -562,8 +620,9 @@ static int
 do_ack(struct hctx *h, json_t *b, bool batch)
 {
 	json_t *arr = batch ? json_object_get(b, "acknowledgments") : NULL;
-	json_t *g = json_object_get(b, "consumerGroup"), *out;
+	json_t *g = json_object_get(b, "consumerGroup");
 	struct queen_ack_item *items;
+	struct jw w = { 0 };
 	struct queen_ack_result *res;
 	const char *group = json_is_string(g) ?
 	    group_in(json_string_value(g)) : NULL;
@@ -586,15 +645,27 @@ do_ack(struct hctx *h, json_t *b, bool batch)
 	if (n)
 		queen_ack(h->q, items, n, res);   /* failures: per item */
 	h->ans->wrote = true;
-	out = json_array();
-	for (i = 0; i < n; i++)
-		json_array_append_new(out, json_pack("{s:I, s:s, s:b, s:o, "
-		    "s:b, s:b, s:b}", "index", (json_int_t)i, "transactionId",
-		    items[i].txid, "success", res[i].success, "error",
-		    res[i].error[0] ? json_string(res[i].error) : json_null(),
-		    "leaseReleased", res[i].lease_released, "dlq", res[i].dlq,
-		    "noop", res[i].noop));
-	answer_json(h, 200, out);
+	/* one result per item, written as text */
+	jw_raw(&w, "[", 1);
+	for (i = 0; i < n; i++) {
+		const struct queen_ack_result *r = &res[i];
+
+		jw_lit(&w, i ? ",{\"index\":" : "{\"index\":");
+		jw_int(&w, (int64_t)i);
+		jw_lit(&w, ",\"transactionId\":");
+		jw_str(&w, items[i].txid);
+		jw_lit(&w, r->success ? ",\"success\":true,\"error\":" :
+		    ",\"success\":false,\"error\":");
+		jw_str(&w, r->error[0] ? r->error : NULL);
+		jw_lit(&w, r->lease_released ? ",\"leaseReleased\":true" :
+		    ",\"leaseReleased\":false");
+		jw_lit(&w, r->dlq ? ",\"dlq\":true" : ",\"dlq\":false");
+		jw_lit(&w, r->noop ? ",\"noop\":true}" : ",\"noop\":false}");
+	}
+	jw_raw(&w, "]", 1);
+	h->ans->status = 200;
+	if (!(h->ans->body = jw_finish(&w)))
+		h->ans->status = 500;
 out:
 	free(items);
 	free(res);
