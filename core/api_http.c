@@ -1093,6 +1093,75 @@ do_queues(struct hctx *h, bool metrics)
 	return 0;
 }
 
+struct pwalk {
+	struct hctx *h;
+	const char *queue;
+	json_t *arr;
+	int64_t total, pending, processing;
+};
+
+static int
+part_one(void *arg, const struct queen_partition_info *pi)
+{
+	struct pwalk *w = arg;
+	int64_t total = pi->tail >= pi->head ? pi->tail - pi->head + 1 : 0;
+
+	w->total += total;
+	return json_array_append_new(w->arr, json_pack("{s:s, s:s, s:{s:I}}",
+	    "id", pi->uuid, "name", part_out(pi->name), "stats", "total",
+	    (json_int_t)total)) ? -ENOMEM : 0;
+}
+
+/* One queue: its partitions, and queue-mode totals (404 if unknown). */
+static int
+do_queue_detail(struct hctx *h, const char *queue)
+{
+	struct pwalk w = { .h = h, .queue = queue };
+	struct queen_queue_info qi;
+	struct queen_stats st = { 0 };
+	int rc;
+
+	if (!queen_name_valid(queue) ||
+	    queen_queue_get(h->q, queue, &qi) == -ENOENT)
+		return refuse(h, 404, "no queue '%.64s'", queue);
+	w.arr = json_array();
+	if ((rc = queen_partition_list(h->q, queue, part_one, &w)) != 0 ||
+	    (rc = queen_stats_get(h->q, queue, NULL, &st)) != 0) {
+		json_decref(w.arr);
+		return refuse_rc(h, rc);
+	}
+	answer_json(h, 200, json_pack("{s:I, s:s, s:n, s:n, s:o, s:o, "
+	    "s:{s:I, s:I, s:I, s:I}}", "id", (json_int_t)qi.id, "name",
+	    qi.name, "namespace", "task", "createdAt",
+	    time_json(qi.created_at), "partitions", w.arr, "totals",
+	    "messages", (json_int_t)st.messages, "pending",
+	    (json_int_t)(st.depth - st.leased_msgs), "processing",
+	    (json_int_t)st.leased_msgs, "deadLetter", (json_int_t)st.dlq));
+	return 0;
+}
+
+static int
+do_overview(struct hctx *h)
+{
+	struct qlist l = { .h = h, .arr = json_array() };
+	int64_t parts = 0;
+	int rc = queen_queue_list(h->q, queue_one, &l);
+
+	for (size_t i = 0; rc == 0 && i < json_array_size(l.arr); i++)
+		parts += json_integer_value(json_object_get(json_array_get(
+		    l.arr, i), "partitions"));
+	if (rc != 0) {
+		json_decref(l.arr);
+		return refuse_rc(h, rc);
+	}
+	answer_json(h, 200, json_pack("{s:I, s:I, s:i, s:i, s:{s:I}}",
+	    "queues", (json_int_t)json_array_size(l.arr), "partitions",
+	    (json_int_t)parts, "namespaces", 0, "tasks", 0, "messages",
+	    "total", (json_int_t)l.msgs));
+	json_decref(l.arr);
+	return 0;
+}
+
 static int
 do_prometheus(struct hctx *h)
 {
@@ -1263,6 +1332,10 @@ route(struct hctx *h)
 		return do_queue_delete(h, h->seg[2]);
 	if (is(h, "GET", 2, "resources", "queues"))
 		return do_queues(h, false);
+	if (is(h, "GET", 3, "resources", "queues", "*"))
+		return do_queue_detail(h, h->seg[2]);
+	if (is(h, "GET", 2, "resources", "overview"))
+		return do_overview(h);
 	if (is(h, "GET", 1, "dlq"))
 		return do_dlq(h);
 	if (is(h, "GET", 2, "system", "maintenance"))

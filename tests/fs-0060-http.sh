@@ -519,6 +519,25 @@ eq([], [r for r in js if r["consumer_group"] == "lagger"], "not lagging that lon
 EOF
 '
 
+test_expect_success 'resources: queue listing, one queue with its partitions, 404 for an unknown one, overview' '
+	python3 <<\EOF
+from http_base import *
+push([{"queue": "resq", "partition": "r%d" % i, "payload": i} for i in range(3)])
+st, js, _ = call("GET", "/api/v1/resources/queues")
+eq(200, st, "listing")
+row = [x for x in js["queues"] if x["name"] == "resq"][0]
+eq(3, row["partitions"], "partitions"); eq(3, row["messages"]["total"], "messages")
+st, js, _ = call("GET", "/api/v1/resources/queues/resq")
+eq(200, st, "one queue")
+eq(["r0", "r1", "r2"], sorted(p["name"] for p in js["partitions"]), "partition names")
+eq(3, js["totals"]["messages"], "totals")
+st, js, _ = call("GET", "/api/v1/resources/queues/nosuchq")
+eq(404, st, "unknown queue: 404"); check(js["error"], "error")
+st, js, _ = call("GET", "/api/v1/resources/overview")
+eq(200, st, "overview"); check(js["queues"] >= 1 and js["partitions"] >= 3, "counts %r" % js)
+EOF
+'
+
 test_expect_success 'metrics: JSON and Prometheus text' '
 	curl -s -o body -w "%{http_code}\n" $URL/metrics >actual &&
 	echo 200 >expect && test_cmp expect actual && grep "\"uptime\"" body &&
