@@ -10,7 +10,9 @@
 
 CC ?= cc
 O ?= build
-PKGS = fuse3 sqlite3 libpq libxxhash jansson
+PKGS = fuse3 sqlite3 libpq libxxhash jansson libmicrohttpd
+# the HTTP front end's library, probed alone so that its absence is named
+HAVE_MHD := $(shell pkg-config --exists libmicrohttpd && echo yes)
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CORE_LIBS := $(shell pkg-config --libs sqlite3 libpq libxxhash jansson 2>/dev/null)
@@ -48,6 +50,9 @@ $(LIB): $(CORE_OBJ)
 	ar rcs $@ $^
 
 $(DAEMON): $(O)/fs/main.o $(FS_OBJ) $(LIB)
+	@test "$(HAVE_MHD)" = yes || { echo "queenfs needs libmicrohttpd" \
+	    "(Debian: apt-get install libmicrohttpd-dev; or make deps)" >&2; \
+	    exit 1; }
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(PKG_LIBS)
 
 $(O)/tests/t-ctl: $(O)/fs/ctl.o $(O)/fs/name.o

@@ -319,6 +319,7 @@ struct queen {
 	bool failed;              /* a storage I/O error stops all writes */
 	uint64_t fast_pushes;     /* api/push bodies read without jansson */
 	uint64_t dlq_rows;        /* dead-letter rows the store handed up */
+	bool http_maint, http_pop_maint;  /* /api/v1/system/maintenance */
 	/* queen_maintain's walk resumes after this queue's partition ("":
 	 * from the start) */
 	char maint_queue[QUEEN_NAME_MAX + 1], maint_after[QUEEN_NAME_MAX + 1];

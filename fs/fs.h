@@ -213,6 +213,23 @@ void engine_counters(struct engine_counters *out);
 void engine_count_push(bool dup);
 void engine_count_ack(void);
 void engine_count_pop(void);
+void engine_interrupt(uint64_t waiter_id);
+
+/* http.c: Queen's HTTP API (docs/http.md) */
+#define HTTP_MAX_LISTEN 8
+#define HTTP_MAX_CONNS 4096     /* open connections, per listener */
+#define HTTP_IDLE_S 60          /* idle or stalled connection closed */
+#define HTTP_CONN_MEM (64 * 1024)  /* request line and headers */
+struct http_opts {
+	const char *listen[HTTP_MAX_LISTEN];
+	int n;
+	const char *token_file;
+	bool insecure;
+};
+int http_check(const struct http_opts *o);
+int http_start(const struct http_opts *o);
+void http_quiesce(void);
+void http_stop(void);
 
 /* node.c */
 extern pthread_mutex_t fs_lock;

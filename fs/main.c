@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <malloc.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,12 +41,14 @@ struct opts {
 	bool foreground, debug;
 	int added_dp;   /* allow_other came without default_permissions */
 	char fuse_o[4096];
+	struct http_opts http;
 };
 
 static void
 usage(FILE *f)
 {
 	fputs("usage: queenfs [options] [SOURCE] MOUNTPOINT\n"
+	    "       queenfs --listen HOST:PORT [options] [MOUNTPOINT]\n"
 	    "  -f                 stay in the foreground\n"
 	    "  -d                 debug (implies -f)\n"
 	    "  --db PATH          the store (default: "
@@ -58,6 +61,14 @@ usage(FILE *f)
 	    "default_permissions\n"
 	    "                     (added if missing: the modes shown are "
 	    "enforced)\n"
+	    "  --listen HOST:PORT serve Queen's HTTP API there (repeatable;\n"
+	    "                     also -o listen=...); the mountpoint is then\n"
+	    "                     optional.  See docs/http.md\n"
+	    "  --http-token-file FILE  bearer tokens, one a line (-o\n"
+	    "                     http_token_file=FILE); a non-loopback\n"
+	    "                     --listen needs it or --http-insecure\n"
+	    "  --http-insecure    serve a non-loopback address with no token\n"
+	    "                     (-o http_insecure)\n"
 	    "  -V, --version      print the version\n", f);
 }
 
@@ -76,6 +87,14 @@ add_o(struct opts *o, char *list)
 			skip = skip || strcmp(t, drop[i]) == 0;
 		if (strncmp(t, "db=", 3) == 0)
 			o->db = t + 3;
+		else if (strncmp(t, "listen=", 7) == 0) {
+			if (o->http.n == HTTP_MAX_LISTEN)
+				return -1;
+			o->http.listen[o->http.n++] = t + 7;
+		} else if (strncmp(t, "http_token_file=", 16) == 0)
+			o->http.token_file = t + 16;
+		else if (strcmp(t, "http_insecure") == 0)
+			o->http.insecure = true;
 		else if (strncmp(t, "sync=", 5) == 0)
 			o->sync = t + 5;
 		else if (!skip) {
@@ -146,6 +165,18 @@ parse_args(int argc, char **argv, struct opts *o)
 			o->sync = argv[++i];
 		} else if (strncmp(a, "--sync=", 7) == 0) {
 			o->sync = a + 7;
+		} else if (strcmp(a, "--listen") == 0 && i + 1 < argc) {
+			if (o->http.n == HTTP_MAX_LISTEN)
+				return -1;
+			o->http.listen[o->http.n++] = argv[++i];
+		} else if (strncmp(a, "--listen=", 9) == 0) {
+			if (o->http.n == HTTP_MAX_LISTEN)
+				return -1;
+			o->http.listen[o->http.n++] = a + 9;
+		} else if (strcmp(a, "--http-token-file") == 0 && i + 1 < argc) {
+			o->http.token_file = argv[++i];
+		} else if (strcmp(a, "--http-insecure") == 0) {
+			o->http.insecure = true;
 		} else if (strcmp(a, "-o") == 0 && i + 1 < argc) {
 			if (add_o(o, argv[++i]) < 0)
 				return -1;
@@ -159,11 +190,11 @@ parse_args(int argc, char **argv, struct opts *o)
 			pos[npos++] = a;
 		}
 	}
-	if (npos == 0) {
+	if (npos == 0 && o->http.n == 0) {
 		fputs("queenfs: no mountpoint\n", stderr);
 		return -1;
 	}
-	o->mountpoint = pos[npos - 1];
+	o->mountpoint = npos ? pos[npos - 1] : NULL;
 	if ((o->added_dp = enforce_modes(o)) < 0)
 		return -1;
 	return 0;
@@ -338,11 +369,55 @@ open_store(const char *path, enum queen_sync sync, struct queen **q)
 	return rc;
 }
 
+/*
+ * No mountpoint: the store served over HTTP alone, until SIGINT or
+ * SIGTERM (a container without /dev/fuse).  Stays in the foreground
+ * unless -f is missing, like the mount.
+ */
+static int
+serve_http_only(struct opts *o, const char *db, enum queen_sync sync)
+{
+	struct queen *q = NULL;
+	sigset_t set;
+	int sig, rc;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	if (!o->foreground) {
+		if (daemon(0, 0) < 0)
+			return 1;
+		openlog("queenfs", LOG_PID, LOG_DAEMON);
+		use_syslog = true;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	if (open_store(db, sync, &q) < 0)
+		return 1;
+	if ((rc = engine_start(q)) < 0) {
+		fs_log("engine: %s", strerror(-rc));
+		queen_close(q);
+		return 1;
+	}
+	if (http_start(&o->http) < 0) {
+		engine_stop();
+		http_stop();
+		return 1;
+	}
+	sigwait(&set, &sig);
+	http_quiesce();
+	engine_stop();
+	http_stop();
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
 	struct opts o;
 	char db[PATH_MAX], fsname[PATH_MAX + 16];
+	static char tokens[PATH_MAX];
 	enum queen_sync sync = QUEEN_SYNC_FULL;
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
 	struct fuse_loop_config *lc;
@@ -381,6 +456,11 @@ main(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (o.http.n && http_check(&o.http) < 0)
+		return 2;
+	/* read after the daemon has gone to / */
+	if (o.http.token_file && realpath(o.http.token_file, tokens))
+		o.http.token_file = tokens;
 	if ((rc = db_path(o.db, db, sizeof(db))) < 0) {
 		fprintf(stderr, "queenfs: database path: %s\n", strerror(-rc));
 		return 1;
@@ -405,6 +485,8 @@ main(int argc, char **argv)
 	fs.gid = getgid();
 	fs.started = fs_now();
 	fs.debug = o.debug;
+	if (!o.mountpoint)
+		return serve_http_only(&o, db, sync);
 	/* /proc/mounts is world-readable: never show a URI (credentials) */
 	if (snprintf(fsname, sizeof(fsname), "fsname=%s,subtype=queenfs",
 	    queen_path_is_pg(db) ? "postgresql" : db) >= (int)sizeof(fsname))
@@ -440,8 +522,15 @@ main(int argc, char **argv)
 		queen_close(q);
 		goto out_unmount;
 	}
-	if (!(lc = fuse_loop_cfg_create())) {
+	if (o.http.n && http_start(&o.http) < 0) {
 		engine_stop();
+		http_stop();
+		goto out_unmount;
+	}
+	if (!(lc = fuse_loop_cfg_create())) {
+		http_quiesce();
+		engine_stop();
+		http_stop();
 		goto out_unmount;
 	}
 	fuse_loop_cfg_set_clone_fd(lc, 0);
@@ -452,7 +541,9 @@ main(int argc, char **argv)
 	ret = fuse_session_loop_mt(se, lc) < 0 ? 1 : 0;
 	inval_stop();
 	fuse_loop_cfg_destroy(lc);
+	http_quiesce();
 	engine_stop();
+	http_stop();
 out_unmount:
 	fuse_session_unmount(se);
 out_signals:
