@@ -36,8 +36,10 @@ PKG_sqlite3 = libsqlite3-dev
 PKG_libxxhash = libxxhash-dev
 PKG_jansson = libjansson-dev
 PKG_libpq = libpq-dev
+PKG_libmicrohttpd = libmicrohttpd-dev
 CORE_PKGS = sqlite3 libxxhash jansson $(if $(filter yes,$(PG)),libpq)
-PKGS = fuse3 $(CORE_PKGS)
+# the daemon alone links the HTTP front end's library
+PKGS = fuse3 libmicrohttpd $(CORE_PKGS)
 NO_PROBE = test run asan tsan bench fuzz deps clean format format-check \
 	check-layers
 ifneq ($(filter-out $(NO_PROBE),$(or $(MAKECMDGOALS),all)),)
@@ -134,10 +136,14 @@ check-pg: all
 	QUEENFS_BUILD=$(abspath $(O)) tests/pg.sh prove $(PROVE_FLAGS) \
 	    $(UNIT_BIN) $(PG_FS_TESTS)
 
+# undefined already holds the two overflow checks on gcc and clang; they
+# are named so that no compiler's default drops them: a signed overflow or
+# an out-of-range double to integer in any number parser aborts the test.
+SANITIZE = address,undefined,signed-integer-overflow,float-cast-overflow
 asan: deps
 	$(MAKE) O=build/asan OPT="-O1 -g -fno-omit-frame-pointer" \
-	    EXTRA_CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=all" \
-	    EXTRA_LDFLAGS="-fsanitize=address,undefined" check
+	    EXTRA_CFLAGS="-fsanitize=$(SANITIZE) -fno-sanitize-recover=all" \
+	    EXTRA_LDFLAGS="-fsanitize=$(SANITIZE)" check
 
 # Every unit test binary under valgrind memcheck: an invalid access, a use
 # of uninitialised memory or a definite/possible leak fails that test
@@ -242,7 +248,7 @@ analyze: $(ANALYZE_LOG)
 # leaves is a bug: add it to the corpus as a regression case.
 FUZZ_SECONDS ?= 60
 FUZZ_CC = clang -std=c11 -D_XOPEN_SOURCE=700 -D_DEFAULT_SOURCE -Icore -g -O1 \
-	-fsanitize=fuzzer,address,undefined $(PKG_CFLAGS)
+	-fsanitize=fuzzer,$(SANITIZE) -fno-sanitize-recover=all $(PKG_CFLAGS)
 fuzz: deps
 	@mkdir -p build/fuzz
 	$(FUZZ_CC) -o build/fuzz/fuzz-ctl tests/fuzz/fuzz-ctl.c fs/ctl.c \
@@ -251,8 +257,12 @@ fuzz: deps
 	    $(CORE_LIBS)
 	build/fuzz/fuzz-ctl -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
 	    tests/fuzz/corpus/config tests/fuzz/corpus/seek
+	$(FUZZ_CC) -o build/fuzz/fuzz-numbers tests/fuzz/fuzz-numbers.c \
+	    fs/ctl.c core/*.c $(CORE_LIBS)
 	build/fuzz/fuzz-api -max_total_time=$(FUZZ_SECONDS) -max_len=8192 \
 	    tests/fuzz/corpus/api
+	build/fuzz/fuzz-numbers -max_total_time=$(FUZZ_SECONDS) -max_len=256 \
+	    tests/fuzz/corpus/numbers
 
 # Benchmarks: queenfs beside nullfs, the engine alone, beanstalkd, Redis
 # and dirq, in one run (tests/bench/run.sh; BENCH_SECONDS, BENCH_REPS).

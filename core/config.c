@@ -7,6 +7,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -149,7 +150,18 @@ format_time(int64_t ms, char *buf, size_t len)
 }
 
 static int
-parse_value(struct queen *q, const struct key *k, const char *v,
+bad(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+static int
+parse_value(char *err, size_t errlen, const struct key *k, const char *v,
     int64_t *out, int64_t *since)
 {
 	int rc;
@@ -162,8 +174,8 @@ parse_value(struct queen *q, const struct key *k, const char *v,
 		    !strcmp(v, "0") || !strcmp(v, "no"))
 			*out = 0;
 		else
-			return queen_err(q, -EINVAL, "%s: '%s' is not on or "
-			    "off", k->name, v);
+			return bad(err, errlen, "%s: '%s' is not on or off",
+			    k->name, v);
 		return 0;
 	}
 	if (k->kind == K_SUB) {
@@ -175,17 +187,53 @@ parse_value(struct queen *q, const struct key *k, const char *v,
 		    parse_time(v + 6, since) == 0)
 			*out = QUEEN_SUB_SINCE;
 		else
-			return queen_err(q, -EINVAL, "subscription: '%s' is "
-			    "not all, new or since <RFC 3339 time>", v);
+			return bad(err, errlen, "subscription: '%s' is not all, "
+			    "new or since <RFC 3339 time>", v);
 		return 0;
 	}
 	rc = parse_scaled(v, k->kind, out);
 	if (rc != 0 || *out < k->min || *out > k->max)
-		return queen_err(q, -EINVAL, "%s: '%s' is not a %s from %lld "
-		    "to %lld", k->name, v, k->kind == K_SECONDS ?
+		return bad(err, errlen, "%s: '%s' is not a %s from %lld to "
+		    "%lld", k->name, v, k->kind == K_SECONDS ?
 		    "number of seconds" : k->kind == K_BYTES ?
 		    "number of bytes" : "whole number", (long long)k->min,
 		    (long long)k->max);
+	return 0;
+}
+
+/*
+ * Validate every pair and apply them to *qc (queue scope, g NULL) or *g
+ * (group scope); the reason of the first refusal goes to err.
+ */
+static int
+config_validate(char *err, size_t errlen, struct qconf *qc,
+    struct group_row *g, const char *const *k, const char *const *v,
+    size_t n)
+{
+	size_t i;
+	int rc;
+
+	for (i = 0; i < n; i++) {
+		const struct key *key = find_key(k[i]);
+		int64_t val = 0, since = 0;
+
+		if (!key || (g ? key->gfield < 0 : key->qfield < 0))
+			return bad(err, errlen, "unknown %s config key '%s'",
+			    g ? "group" : "queue", k[i]);
+		if ((rc = parse_value(err, errlen, key, v[i], &val,
+		    &since)) != 0)
+			return rc;
+		if (!g) {
+			*QCONF_FIELD(qc, key->qfield) = val;
+			continue;
+		}
+		switch (key->gfield) {
+		case 0: g->batch = val; break;
+		case 1: g->wait = val; break;
+		case 2: g->auto_ack = val; break;
+		default: g->mode = val; g->since = since; break;
+		}
+	}
 	return 0;
 }
 
@@ -199,36 +247,36 @@ config_apply(struct queen *q, struct queue_row *qr, struct group_row *gr,
 {
 	struct qconf qc = qr->conf;
 	struct group_row g;
-	size_t i;
 	int rc;
 
 	if (gr)
 		g = *gr;
-	for (i = 0; i < n; i++) {
-		const struct key *key = find_key(k[i]);
-		int64_t val = 0, since = 0;
-
-		if (!key || (gr ? key->gfield < 0 : key->qfield < 0))
-			return queen_err(q, -EINVAL, "unknown %s config key "
-			    "'%s'", gr ? "group" : "queue", k[i]);
-		if ((rc = parse_value(q, key, v[i], &val, &since)) != 0)
-			return rc;
-		if (!gr) {
-			*QCONF_FIELD(&qc, key->qfield) = val;
-			continue;
-		}
-		switch (key->gfield) {
-		case 0: g.batch = val; break;
-		case 1: g.wait = val; break;
-		case 2: g.auto_ack = val; break;
-		default: g.mode = val; g.since = since; break;
-		}
-	}
+	if ((rc = config_validate(q->err, sizeof(q->err), &qc, gr ? &g : NULL,
+	    k, v, n)) != 0)
+		return rc;
 	if (gr)
 		*gr = g;
 	else
 		qr->conf = qc;
 	return 0;
+}
+
+int
+queen_config_check(bool group, const char *const *k, const char *const *v,
+    size_t n, char *why, size_t whylen)
+{
+	struct qconf qc;
+	struct group_row g;
+	char scratch[1];
+
+	memset(&qc, 0, sizeof(qc));
+	memset(&g, 0, sizeof(g));
+	if (!why || !whylen) {
+		why = scratch;
+		whylen = sizeof(scratch);
+	}
+	why[0] = '\0';
+	return config_validate(why, whylen, &qc, group ? &g : NULL, k, v, n);
 }
 
 static int64_t

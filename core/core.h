@@ -237,8 +237,10 @@ struct store_ops {
 	    int64_t limit, int64_t *deleted);
 
 	int (*dlq_insert)(struct store *st, const struct dlq_row *d);
+	/* all of the group's, or (txid not NULL) the one name in part */
 	int (*dlq_list)(struct store *st, int64_t queue_id, const char *group,
-	    bool payload, queen_dlq_cb cb, void *arg);
+	    const char *part, const char *txid, bool payload, queen_dlq_cb cb,
+	    void *arg);
 	int (*dlq_count)(struct store *st, int64_t queue_id, const char *group,
 	    int64_t *out);
 
@@ -326,6 +328,8 @@ struct queen {
 	uint64_t pop_need;        /* see queen_pop_ticket */
 	bool failed;              /* a storage I/O error stops all writes */
 	uint64_t fast_pushes;     /* api/push bodies read without jansson */
+	uint64_t dlq_rows;        /* dead-letter rows the store handed up */
+	bool http_maint, http_pop_maint;  /* /api/v1/system/maintenance */
 	/* queen_maintain's walk resumes after this queue's partition ("":
 	 * from the start) */
 	char maint_queue[QUEEN_NAME_MAX + 1], maint_after[QUEEN_NAME_MAX + 1];

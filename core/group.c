@@ -53,13 +53,19 @@ cursor_refresh(struct queen *q, struct cursor_row *c)
 	return 0;
 }
 
+/*
+ * Where a cursor starts.  at_tail: the group (or its subscription) is
+ * being made now, so `new` means each partition's tail at this moment; a
+ * partition that gets its first cursor later was made after the group
+ * (all of it is new) unless it is older than the group.
+ */
 static int64_t
 start_position(struct queen *q, const struct part_row *p,
-    const struct group_row *g, bool creating_group)
+    const struct group_row *g, bool at_tail)
 {
 	switch (g->mode) {
 	case QUEEN_SUB_NEW:
-		if (creating_group)
+		if (at_tail)
 			return p->tail;
 		return p->created_at >= g->created_at ? 0 :
 		    offset_before(q, p, g->created_at);
@@ -99,7 +105,6 @@ cursor_load(struct queen *q, const struct part_row *p,
 struct mkcur {
 	struct queen *q;
 	const struct group_row *g;
-	bool reset;
 };
 
 static int
@@ -108,8 +113,8 @@ mkcur_part(void *arg, const struct part_row *p)
 	struct mkcur *m = arg;
 	struct cursor_row c;
 
-	if (m->reset)
-		return cursor_create(m->q, p, m->g, false, &c);
+	/* new: the tail now, an offset, never a clock tie (a push in the
+	 * millisecond of the group's creation or resubscription is old) */
 	return cursor_create(m->q, p, m->g, true, &c);
 }
 
@@ -155,7 +160,6 @@ group_load(struct queen *q, const struct queue_row *qr, const char *name,
 		return rc;
 	m.q = q;
 	m.g = out;
-	m.reset = false;
 	return q->ops->part_list(q->st, qr->id, "", mkcur_part, &m);
 }
 
@@ -164,7 +168,7 @@ int
 group_resubscribe(struct queen *q, const struct queue_row *qr,
     const struct group_row *g)
 {
-	struct mkcur m = { q, g, true };
+	struct mkcur m = { q, g };
 
 	return q->ops->part_list(q->st, qr->id, "", mkcur_part, &m);
 }

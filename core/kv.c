@@ -42,8 +42,9 @@ kv_put_locked(struct queen *q, const char *ns, const char *key,
 
 	if ((rc = check_names(q, ns, key)) != 0)
 		return rc;
-	if (ttl_ms < 0)
-		return queen_err(q, -EINVAL, "negative ttl");
+	if (ttl_ms < 0 || ttl_ms > QUEEN_SECONDS_MAX * 1000)
+		return queen_err(q, -EINVAL, "ttl outside 0..%lld s (100 years)",
+		    QUEEN_SECONDS_MAX);
 	if (if_absent) {
 		rc = q->ops->kv_get(q->st, ns, key, now, &v);
 		free(v);
@@ -93,8 +94,9 @@ queen_kv_set_ttl(struct queen *q, const char *ns, const char *key,
 
 	if ((rc = check_names(q, ns, key)) != 0)
 		return rc;
-	if (ttl_ms < 0)
-		return queen_err(q, -EINVAL, "negative ttl");
+	if (ttl_ms < 0 || ttl_ms > QUEEN_SECONDS_MAX * 1000)
+		return queen_err(q, -EINVAL, "ttl outside 0..%lld s (100 years)",
+		    QUEEN_SECONDS_MAX);
 	if ((rc = tx_begin(q)) != 0)
 		return rc;
 	rc = q->ops->kv_set_expiry(q->st, ns, key,

@@ -325,10 +325,28 @@ queen_stats_get(struct queen *q, const char *queue, const char *group,
 	return q->ops->dlq_count(q->st, qr.id, g.name, &out->dlq);
 }
 
-int
-queen_dlq_list(struct queen *q, const char *queue, const char *group,
-    bool want_payload, queen_dlq_cb cb, void *arg)
+/* Counts the rows the store hands up (sys/stats: dlq_rows_read). */
+struct dlq_count {
+	struct queen *q;
+	queen_dlq_cb cb;
+	void *arg;
+};
+
+static int
+dlq_counted(void *arg, const struct queen_dlq_entry *e)
 {
+	struct dlq_count *c = arg;
+
+	c->q->dlq_rows++;
+	return c->cb(c->arg, e);
+}
+
+static int
+dlq_rows(struct queen *q, const char *queue, const char *group,
+    const char *part, const char *txid, bool want_payload, queen_dlq_cb cb,
+    void *arg)
+{
+	struct dlq_count c = { q, cb, arg };
 	struct queue_row qr;
 	int rc;
 
@@ -337,5 +355,27 @@ queen_dlq_list(struct queen *q, const char *queue, const char *group,
 	if (group && strcmp(group, QUEEN_QUEUE_MODE) && !queen_name_valid(group))
 		return queen_err(q, -EINVAL, "invalid group name");
 	return q->ops->dlq_list(q->st, qr.id, group ? group : QUEEN_QUEUE_MODE,
-	    want_payload, cb, arg);
+	    part, txid, want_payload, dlq_counted, &c);
+}
+
+int
+queen_dlq_list(struct queen *q, const char *queue, const char *group,
+    bool want_payload, queen_dlq_cb cb, void *arg)
+{
+	return dlq_rows(q, queue, group, NULL, NULL, want_payload, cb, arg);
+}
+
+int
+queen_dlq_get(struct queen *q, const char *queue, const char *group,
+    const char *partition, const char *txid, bool want_payload,
+    queen_dlq_cb cb, void *arg)
+{
+	return dlq_rows(q, queue, group, partition, txid, want_payload, cb,
+	    arg);
+}
+
+uint64_t
+queen_dlq_rows_read(struct queen *q)
+{
+	return q->dlq_rows;
 }

@@ -5,6 +5,7 @@
  * and lease look-ups.  Pop never waits; an empty answer is -EAGAIN.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -410,15 +411,17 @@ queen_lease_read(struct queen *q, const char *lease_id, bool want_payload,
  * lowest offset first), so that a span of 1000 is not read to show one;
  * the ids themselves are read only where the hash rows are purged.
  */
-int
-queen_lease_read_msg(struct queen *q, const char *lease_id,
-    const char *txid, bool want_payload, struct queen_batch **out)
+/* txid under lease_id at an offset in [committed + 1, batch_end], or with
+ * from >= 1 in [from, committed]. */
+static int
+lease_msg_in(struct queen *q, const char *lease_id, const char *txid,
+    int64_t from, bool want_payload, struct queen_batch **out)
 {
 	struct queen_lease_info li;
 	struct cursor_row c;
 	struct part_row p;
 	struct hash128 h;
-	int64_t lo, off = 0;
+	int64_t lo, hi, off = 0;
 	int rc;
 
 	*out = NULL;
@@ -428,15 +431,16 @@ queen_lease_read_msg(struct queen *q, const char *lease_id,
 		return rc;
 	if ((rc = q->ops->part_by_id(q->st, c.partition_id, &p)) != 0)
 		return rc;
-	lo = c.committed + 1;
+	lo = from >= 1 ? from : c.committed + 1;
+	hi = from >= 1 ? c.committed : c.batch_end;
 	rc = -ENOENT;
-	if (lo < p.txns_start)
-		rc = txid_scan(q, p.id, lo, p.txns_start - 1 < c.batch_end ?
-		    p.txns_start - 1 : c.batch_end, txid, false, &off);
-	if (rc == -ENOENT) {
+	if (lo < p.txns_start && lo <= hi)
+		rc = txid_scan(q, p.id, lo, p.txns_start - 1 < hi ?
+		    p.txns_start - 1 : hi, txid, false, &off);
+	if (rc == -ENOENT && lo <= hi) {
 		hash_txid(txid, &h);
 		rc = q->ops->txn_find(q->st, p.id, &h,
-		    lo > p.txns_start ? lo : p.txns_start, c.batch_end, false,
+		    lo > p.txns_start ? lo : p.txns_start, hi, false,
 		    &off, NULL);
 	}
 	if (rc == 0)
@@ -455,6 +459,25 @@ queen_lease_read_msg(struct queen *q, const char *lease_id,
 }
 
 int
+queen_lease_read_msg(struct queen *q, const char *lease_id,
+    const char *txid, bool want_payload, struct queen_batch **out)
+{
+	return lease_msg_in(q, lease_id, txid, 0, want_payload, out);
+}
+
+int
+queen_lease_read_done(struct queen *q, const char *lease_id,
+    const char *txid, int64_t from, bool want_payload,
+    struct queen_batch **out)
+{
+	*out = NULL;
+	if (from < 1)
+		return queen_err(q, -EINVAL, "no first offset for lease %s",
+		    lease_id ? lease_id : "");
+	return lease_msg_in(q, lease_id, txid, from, want_payload, out);
+}
+
+int
 queen_lease_renew(struct queen *q, const char *lease_id, int64_t seconds,
     int64_t *expires_at)
 {
@@ -463,8 +486,9 @@ queen_lease_renew(struct queen *q, const char *lease_id, int64_t seconds,
 	struct queue_row qr;
 	int rc;
 
-	if (seconds < 0)
-		return queen_err(q, -EINVAL, "renew: negative seconds");
+	if (seconds < 0 || seconds > QUEEN_SECONDS_MAX)
+		return queen_err(q, -EINVAL, "renew: %" PRId64 " seconds is "
+		    "outside 0..%lld (100 years)", seconds, QUEEN_SECONDS_MAX);
 	if ((rc = tx_begin(q)) != 0)
 		return rc;
 	if ((rc = lease_find(q, lease_id, &c, NULL)) != 0)

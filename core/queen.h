@@ -29,6 +29,17 @@
  * upper bound) */
 #define QUEEN_BATCH_MAX 100000
 
+/*
+ * Number limits every entry point checks (a number past them is refused
+ * with -EINVAL, never wrapped or clamped): the latest time the store takes
+ * (9999-12-31T23:59:59.999Z, the end of RFC 3339), the longest lease a
+ * renew may ask for (100 years, the config's lease_time maximum) and the
+ * longest wait a pop may ask for (a day, the config's wait maximum).
+ */
+#define QUEEN_TIME_MAX_MS 253402300799999LL
+#define QUEEN_SECONDS_MAX (100LL * 365 * 86400)
+#define QUEEN_WAIT_MAX 86400
+
 struct queen;
 struct queen_tune;
 
@@ -176,6 +187,15 @@ int queen_config_set(struct queen *q, const char *queue, const char *group,
     const char *const *keys, const char *const *values, size_t n);
 
 /*
+ * queen_config_check - the validation of queen_config_set alone, for a
+ * queue's keys (group false) or a group's, touching no store: 0 when every
+ * pair would be accepted, else -EINVAL with the reason in why (if not
+ * NULL, NUL-terminated).  Safe from any thread.
+ */
+int queen_config_check(bool group, const char *const *keys,
+    const char *const *values, size_t n, char *why, size_t whylen);
+
+/*
  * queen_config_format - the whole config as "key = value\n" lines into buf
  * (NUL-terminated).  Returns the length it needs (excluding the NUL), which
  * may exceed len, or a negative errno.
@@ -206,6 +226,14 @@ int queen_queue_create(struct queen *q, const char *name,
 
 /* -ENOENT; -ENOTEMPTY while it holds messages, groups or timers. */
 int queen_queue_delete(struct queen *q, const char *name);
+
+/*
+ * queen_queue_purge - delete the queue with all it owns: partitions,
+ * messages, their dedup hashes, groups with their cursors, leases and
+ * recorded starts, DLQ entries, timers.  Returns 0 (*existed says
+ * whether there was such a queue), -EINVAL bad name, or a storage errno.
+ */
+int queen_queue_purge(struct queen *q, const char *name, bool *existed);
 
 /* -ENOENT */
 int queen_queue_get(struct queen *q, const char *name,
@@ -403,8 +431,20 @@ int queen_lease_read_msg(struct queen *q, const char *lease_id,
     const char *txid, bool want_payload, struct queen_batch **out);
 
 /*
+ * queen_lease_read_done - the same for a message of a live lease that the
+ * cursor already passed (an ack of a later one committed it): txid at an
+ * offset in [from, committed], from being the lease's first offset as the
+ * caller knows it.  -ESTALE (as queen_lease_read), -ENOENT not there,
+ * -EINVAL empty txid or from < 1.  Free *out with queen_batch_free.
+ */
+int queen_lease_read_done(struct queen *q, const char *lease_id,
+    const char *txid, int64_t from, bool want_payload,
+    struct queen_batch **out);
+
+/*
  * queen_lease_renew - extend a live lease to now + seconds (0: the queue's
- * lease_time).  -ESTALE if it is no longer live.
+ * lease_time).  -ESTALE if it is no longer live; -EINVAL for seconds < 0
+ * or > QUEEN_SECONDS_MAX (the lease is left as it was).
  */
 int queen_lease_renew(struct queen *q, const char *lease_id, int64_t seconds,
     int64_t *expires_at);
@@ -531,6 +571,18 @@ typedef int (*queen_dlq_cb)(void *arg, const struct queen_dlq_entry *e);
 int queen_dlq_list(struct queen *q, const char *queue, const char *group,
     bool want_payload, queen_dlq_cb cb, void *arg);
 
+/*
+ * The dead letters of (queue, group) in partition whose transactionId is
+ * txid (both required; usually one), through cb as queen_dlq_list does,
+ * read by an index: the cost of one name, not of the DLQ.  0 when none.
+ */
+int queen_dlq_get(struct queen *q, const char *queue, const char *group,
+    const char *partition, const char *txid, bool want_payload,
+    queen_dlq_cb cb, void *arg);
+
+/* Dead-letter rows read through the two calls above since open. */
+uint64_t queen_dlq_rows_read(struct queen *q);
+
 /* ---- stats ---- */
 
 struct queen_stats {
@@ -589,14 +641,15 @@ int queen_kv_get(struct queen *q, const char *ns, const char *key,
 
 /*
  * queen_kv_put - store value; ttl_ms 0 keeps the namespace default (none);
- * if_absent: -EEXIST when a live value is there.
+ * if_absent: -EEXIST when a live value is there; -EINVAL for a ttl_ms < 0
+ * or over QUEEN_SECONDS_MAX seconds.
  */
 int queen_kv_put(struct queen *q, const char *ns, const char *key,
     const void *data, size_t len, int64_t ttl_ms, bool if_absent);
 
 int queen_kv_delete(struct queen *q, const char *ns, const char *key);
 
-/* Set only the expiry (ttl_ms 0 = never).  -ENOENT. */
+/* Set only the expiry (ttl_ms 0 = never).  -ENOENT; -EINVAL as kv_put. */
 int queen_kv_set_ttl(struct queen *q, const char *ns, const char *key,
     int64_t ttl_ms);
 
@@ -648,8 +701,10 @@ struct queen_timer_info {
 
 /*
  * queen_timer_schedule - upsert the timer (queue, key): fire at due_at
- * (0: now + the queue's timer_delay) by pushing payload into partition
- * (NULL: "default").
+ * (ms since the epoch; 0: now + the queue's timer_delay) by pushing payload
+ * into partition (NULL: "default").  A due_at in the past fires at the next
+ * maintenance pass.  -EINVAL for due_at < 0 or > QUEEN_TIME_MAX_MS (nothing
+ * is changed), -EFBIG for a payload over max_message_bytes.
  */
 int queen_timer_schedule(struct queen *q, const char *queue, const char *key,
     const char *partition, int64_t due_at, const void *payload, size_t len);
@@ -748,6 +803,9 @@ struct queen_txn_result {
 	struct queen_kv_result *kv;         /* nkv */
 	struct queen_kv_result *kv_many;    /* GET_MANY entries */
 	size_t nkv_many;
+	/* ntimers: a cancel found no such timer (it committed as a noop,
+	 * as `rm` of the file would answer ENOENT) */
+	bool *timer_missing;
 };
 
 /*

@@ -36,6 +36,37 @@ int queen_api_ex(struct queen *q, const char *endpoint, const char *req,
     size_t len, char **resp, struct queen_api_wait *wait);
 #define QUEEN_API_EMPTY_POP "{\"success\":true,\"leaseId\":null,\"messages\":[]}"
 
+/*
+ * queen_http - the same front end under Queen's HTTP routes (/api/v1/...,
+ * /health, /metrics; docs/http.md): method, path (percent-decoded), query
+ * arguments and body in; ans->status and ans->body (malloc'd JSON, or
+ * text when ans->text; NULL for 204) out, ans->wrote when the store may
+ * have changed.  A pop with wait=true that finds nothing returns -EAGAIN
+ * and fills *wait, as queen_api_ex does.  Returns 0 (the status says how
+ * it went), -EAGAIN, or -ENOMEM.  Free ans->body.
+ */
+struct queen_http_arg {
+	const char *key, *value;
+};
+struct queen_http_req {
+	const char *method, *path;
+	const struct queen_http_arg *args;
+	size_t nargs;
+	const char *body;
+	size_t len;
+	const char *version;      /* for /health */
+	int64_t uptime_s;         /* for /metrics */
+	uint64_t requests;
+};
+struct queen_http_answer {
+	int status;
+	char *body;
+	bool text;
+	bool wrote;
+};
+int queen_http(struct queen *q, const struct queen_http_req *r,
+    struct queen_http_answer *ans, struct queen_api_wait *wait);
+
 #define QUEEN_API_MAX_BODY (64u << 20)
 
 #endif

@@ -105,6 +105,32 @@ out:
 	return tx_end(q, rc);
 }
 
+int
+queen_queue_purge(struct queen *q, const char *name, bool *existed)
+{
+	struct queue_row r;
+	int rc;
+
+	*existed = false;
+	if (!queen_name_valid(name))
+		return queen_err(q, -EINVAL, "bad queue name");
+	if ((rc = tx_begin(q)) != 0)
+		return rc;
+	rc = queue_load(q, name, &r);
+	if (rc == -ENOENT) {
+		rc = 0;
+		goto out;
+	}
+	if (rc != 0)
+		goto out;
+	/* the store drops the partitions' log and hash rows first, and
+	 * everything else goes with the queue row (cascades) */
+	if ((rc = q->ops->queue_delete(q->st, r.id)) == 0)
+		*existed = true;
+out:
+	return tx_end(q, rc);
+}
+
 static void
 queue_info(const struct queue_row *r, struct queen_queue_info *out)
 {

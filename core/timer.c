@@ -4,6 +4,7 @@
  * push and the timer's removal commit together, so each fires once.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,13 +26,20 @@ timer_schedule_locked(struct queen *q, const char *queue, const char *key,
 	if (!queen_name_valid(partition))
 		return queen_err(q, -EINVAL, "invalid partition '%.64s'",
 		    partition);
+	if (due_at < 0 || due_at > QUEEN_TIME_MAX_MS)
+		return queen_err(q, -EINVAL, "timer '%.64s' due at %" PRId64
+		    " ms: outside 0..%lld (9999-12-31)", key, due_at,
+		    QUEEN_TIME_MAX_MS);
 	if ((rc = queue_ensure(q, queue, &qr)) != 0)
 		return rc;
 	if ((int64_t)len > qr.conf.max_message_bytes)
 		return queen_err(q, -EFBIG, "timer payload over "
 		    "max_message_bytes");
-	if (due_at <= 0)
+	if (due_at == 0)
 		due_at = clamp_add(now, qr.conf.timer_delay * 1000);
+	if (due_at > QUEEN_TIME_MAX_MS)
+		return queen_err(q, -EINVAL, "timer '%.64s' would fire after "
+		    "9999-12-31", key);
 	return q->ops->timer_put(q->st, qr.id, key, partition, due_at, payload,
 	    len, now);
 }

@@ -53,6 +53,7 @@ queen_txn_result_free(struct queen_txn_result *pub)
 	free(pub->pushes);
 	free(pub->kv);
 	free(pub->kv_many);
+	free(pub->timer_missing);
 	free(r);
 }
 
@@ -114,9 +115,10 @@ validate(const struct queen_txn *t, struct queen_txn_result *r,
 		if (!queen_name_valid(o->key))
 			return refuse(r, QUEEN_TXN_BAD_REQUEST, (int)i,
 			    "invalid KV key '%.64s'", o->key);
-		if (o->ttl_ms < 0)
-			return refuse(r, QUEEN_TXN_BAD_REQUEST, (int)i, "%s",
-			    "negative ttl");
+		if (o->ttl_ms < 0 || o->ttl_ms > QUEEN_SECONDS_MAX * 1000)
+			return refuse(r, QUEEN_TXN_BAD_REQUEST, (int)i,
+			    "ttl outside 0..%lld s (100 years)",
+			    QUEEN_SECONDS_MAX);
 		keys++;
 		if (!is_write(o->type))
 			continue;
@@ -216,15 +218,23 @@ kv_write(struct queen *q, struct txn_res *tr, const struct queen_kv_op *o,
 		char *end;
 
 		if (cur) {
+			errno = 0;
 			v = strtoll((const char *)cur->data, &end, 10);
-			if (cur->len == 0 || *end != '\0') {
+			if (cur->len == 0 || *end != '\0' || errno) {
 				free(cur);
 				return refuse(r, QUEEN_TXN_BAD_REQUEST, index,
 				    "incr of '%.64s': the value is not an "
 				    "integer", o->key);
 			}
 		}
-		v = clamp_add(v, o->by);
+		if ((o->by > 0 && v > INT64_MAX - o->by) ||
+		    (o->by < 0 && v < INT64_MIN - o->by)) {
+			free(cur);
+			return refuse(r, QUEEN_TXN_BAD_REQUEST, index,
+			    "incr of '%.64s' by %" PRId64 " overflows a 64-bit "
+			    "integer", o->key, o->by);
+		}
+		v += o->by;
 		snprintf(num, sizeof(num), "%" PRId64, v);
 		kr->number = v;
 		rc = q->ops->kv_put(q->st, o->ns, o->key, num, strlen(num),
@@ -333,8 +343,10 @@ apply(struct queen *q, const struct queen_txn *t, struct txn_res *tr)
 
 		if (o->type == QUEEN_TIMER_CANCEL) {
 			rc = timer_cancel_locked(q, o->queue, o->key);
-			if (rc == -ENOENT)
+			if (rc == -ENOENT) {
+				r->timer_missing[i] = true;
 				rc = 0;
+			}
 		} else {
 			int64_t due = o->due_at;
 
@@ -392,7 +404,8 @@ queen_txn(struct queen *q, const struct queen_txn *t,
 	r->acks = calloc(t->nacks + 1, sizeof(*r->acks));
 	r->pushes = calloc(t->npushes + 1, sizeof(*r->pushes));
 	r->kv = calloc(t->nkv + 1, sizeof(*r->kv));
-	if (!r->acks || !r->pushes || !r->kv)
+	r->timer_missing = calloc(t->ntimers + 1, sizeof(*r->timer_missing));
+	if (!r->acks || !r->pushes || !r->kv || !r->timer_missing)
 		return -ENOMEM;
 	if (validate(t, r, &nmany))
 		return 0;

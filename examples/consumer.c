@@ -67,7 +67,10 @@ process(const char *txid, const char *payload, size_t len, const char **why)
 	return 0;
 }
 
-/* Renames QDIR/REL into QDIR/TARGET/<txid>; reports the mount's answer. */
+/*
+ * Renames QDIR/REL into QDIR/TARGET/<txid>; reports the mount's answer:
+ * 0 done, 1 refused (the batch stops there), -1 an error to give up on.
+ */
 static int
 settle(const char *qdir, const char *rel, const char *target)
 {
@@ -94,10 +97,13 @@ settle(const char *qdir, const char *rel, const char *target)
 		fprintf(stderr, "%s -> %s/: %s\n", rel, target, strerror(errno));
 		return -1;
 	}
-	return 0;
+	return 1;
 }
 
-/* Handles one leased/<lease>/<txid> line. */
+/*
+ * Handles one leased/<lease>/<txid> line: 0 acked, 1 failed or refused
+ * (the rest of the batch redelivers: stop it), -1 give up.
+ */
 static int
 one(const char *qdir, const char *rel)
 {
@@ -110,7 +116,7 @@ one(const char *qdir, const char *rel)
 	snprintf(path, sizeof(path), "%s/%s", qdir, rel);
 	if ((fd = open(path, O_RDONLY)) < 0) {
 		fprintf(stderr, "%s: %s\n", rel, strerror(errno));
-		return 0;
+		return 1;
 	}
 	len = read_all(fd, payload, sizeof(payload));
 	close(fd);
@@ -123,7 +129,7 @@ one(const char *qdir, const char *rel)
 	if (setxattr(path, "user.queen.error", why, strlen(why), 0) < 0)
 		fprintf(stderr, "%s: user.queen.error: %s\n", rel,
 		    strerror(errno));
-	return settle(qdir, rel, "failed");
+	return settle(qdir, rel, "failed") < 0 ? -1 : 1;
 }
 
 int
@@ -164,10 +170,16 @@ main(int argc, char **argv)
 			perror(next);
 			return 1;
 		}
+		/* the batch stops at the first failure: the rest redelivers */
 		for (rel = strtok_r(lines, "\n", &save); rel;
-		    rel = strtok_r(NULL, "\n", &save))
-			if (one(argv[1], rel) < 0)
+		    rel = strtok_r(NULL, "\n", &save)) {
+			int rc = one(argv[1], rel);
+
+			if (rc < 0)
 				return 1;
+			if (rc > 0)
+				break;
+		}
 	}
 	return stop ? 130 : 0;
 }

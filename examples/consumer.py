@@ -6,8 +6,10 @@ message into ack/ when the work succeeded or into failed/ when it raised,
 after attaching the reason as the user.queen.error xattr (the DLQ keeps
 it once the retry budget is spent).  Every rename outcome of the mount is
 handled: ESTALE (the lease ran out: someone else will get the message),
-EALREADY and ENOENT (nothing left to do).  Ctrl-C ends a waiting read at
-once and exits.
+EALREADY and ENOENT (nothing left to do).  As the seed's sequential
+pattern says, a failed message or a refused ack ends the batch: the rest
+redelivers.  Ctrl-C ends a waiting read at once and exits; any error of
+`next` other than "nothing to pop" (the queue or the mount gone) exits 1.
 
 usage: consumer.py QUEUE_DIR [--drain]
   --drain   exit when the queue stays empty for the queue's `wait` seconds
@@ -86,8 +88,11 @@ def main(argv):
                 except OSError as e:
                     log("%s: cannot attach the error: %s" % (rel, e.strerror))
                 settle(qdir, rel, "failed")
-            else:
-                settle(qdir, rel, "ack")
+                # the seed's sequential pattern: the nack released the
+                # lease and the rest of the batch redelivers
+                break
+            if not settle(qdir, rel, "ack"):
+                break  # the lease is gone: every later ack would fail too
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ void
 usage(FILE *f)
 {
 	fputs("usage: queenfs [options] [SOURCE] MOUNTPOINT\n"
+	    "       queenfs --listen HOST:PORT [options] [MOUNTPOINT]\n"
 	    "  -f                 stay in the foreground\n"
 	    "  -d                 debug (implies -f)\n"
 	    "  --db PATH          the store (default: "
@@ -20,7 +21,19 @@ usage(FILE *f)
 	    "  --sync full|normal|off\n"
 	    "  -o OPT[,OPT...]    FUSE mount options (allow_other, "
 	    "default_permissions, ...),\n"
-	    "                     and db=PATH, sync=MODE as in /etc/fstab\n"
+	    "                     and db=PATH, sync=MODE as in /etc/fstab;\n"
+	    "                     allow_other always comes with "
+	    "default_permissions\n"
+	    "                     (added if missing: the modes shown are "
+	    "enforced)\n"
+	    "  --listen HOST:PORT serve Queen's HTTP API there (repeatable;\n"
+	    "                     also -o listen=...); the mountpoint is then\n"
+	    "                     optional.  See docs/http.md\n"
+	    "  --http-token-file FILE  bearer tokens, one a line (-o\n"
+	    "                     http_token_file=FILE); a non-loopback\n"
+	    "                     --listen needs it or --http-insecure\n"
+	    "  --http-insecure    serve a non-loopback address with no token\n"
+	    "                     (-o http_insecure)\n"
 	    "  -V, --version      print the version\n", f);
 }
 
@@ -39,6 +52,14 @@ add_o(struct opts *o, char *list)
 			skip = skip || strcmp(t, drop[i]) == 0;
 		if (strncmp(t, "db=", 3) == 0)
 			o->db = t + 3;
+		else if (strncmp(t, "listen=", 7) == 0) {
+			if (o->http.n == HTTP_MAX_LISTEN)
+				return -1;
+			o->http.listen[o->http.n++] = t + 7;
+		} else if (strncmp(t, "http_token_file=", 16) == 0)
+			o->http.token_file = t + 16;
+		else if (strcmp(t, "http_insecure") == 0)
+			o->http.insecure = true;
 		else if (strncmp(t, "sync=", 5) == 0)
 			o->sync = t + 5;
 		else if (!skip) {
@@ -50,6 +71,37 @@ add_o(struct opts *o, char *list)
 		}
 	}
 	return 0;
+}
+
+static bool
+has_o(const char *list, const char *opt)
+{
+	size_t n = strlen(opt);
+
+	for (const char *p = list; *p; p += strcspn(p, ","), p += *p == ',')
+		if (strncmp(p, opt, n) == 0 && (p[n] == ',' || p[n] == '\0'))
+			return true;
+	return false;
+}
+
+/*
+ * Under allow_other the modes the mount shows must hold, and only the
+ * kernel can check most of them (open, create, rename, unlink, xattrs):
+ * without default_permissions it checks none.  Add it rather than mount
+ * a tree whose modes lie.
+ */
+static int
+enforce_modes(struct opts *o)
+{
+	size_t at = strlen(o->fuse_o);
+
+	if (!has_o(o->fuse_o, "allow_other") ||
+	    has_o(o->fuse_o, "default_permissions"))
+		return 0;
+	if (at + sizeof(",default_permissions") > sizeof(o->fuse_o))
+		return -1;
+	strcat(o->fuse_o, ",default_permissions");
+	return 1;
 }
 
 int
@@ -78,6 +130,18 @@ parse_args(int argc, char **argv, struct opts *o)
 			o->sync = argv[++i];
 		} else if (strncmp(a, "--sync=", 7) == 0) {
 			o->sync = a + 7;
+		} else if (strcmp(a, "--listen") == 0 && i + 1 < argc) {
+			if (o->http.n == HTTP_MAX_LISTEN)
+				return -1;
+			o->http.listen[o->http.n++] = argv[++i];
+		} else if (strncmp(a, "--listen=", 9) == 0) {
+			if (o->http.n == HTTP_MAX_LISTEN)
+				return -1;
+			o->http.listen[o->http.n++] = a + 9;
+		} else if (strcmp(a, "--http-token-file") == 0 && i + 1 < argc) {
+			o->http.token_file = argv[++i];
+		} else if (strcmp(a, "--http-insecure") == 0) {
+			o->http.insecure = true;
 		} else if (strcmp(a, "-o") == 0 && i + 1 < argc) {
 			if (add_o(o, argv[++i]) < 0)
 				return -1;
@@ -91,10 +155,12 @@ parse_args(int argc, char **argv, struct opts *o)
 			pos[npos++] = a;
 		}
 	}
-	if (npos == 0) {
+	if (npos == 0 && o->http.n == 0) {
 		fputs("queenfs: no mountpoint\n", stderr);
 		return -1;
 	}
-	o->mountpoint = pos[npos - 1];
+	o->mountpoint = npos ? pos[npos - 1] : NULL;
+	if ((o->added_dp = enforce_modes(o)) < 0)
+		return -1;
 	return 0;
 }

@@ -200,6 +200,19 @@ interrupt_cb(fuse_req_t req, void *data)
 	post(&ij->j);
 }
 
+/* Drop the waiter of that id (a client gone); nothing if it was answered. */
+void
+engine_interrupt(uint64_t waiter_id)
+{
+	struct ijob *ij = calloc(1, sizeof(*ij));
+
+	if (!ij)
+		return;
+	ij->j.run = interrupt_run;
+	ij->id = waiter_id;
+	post(&ij->j);
+}
+
 static void
 park(struct job *j)
 {

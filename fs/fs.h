@@ -25,6 +25,10 @@
 
 /* How long a pushed name stays resolvable, and a dot-file stays staged. */
 #define PUSHED_LINGER_MS 5000
+/* Error notes (user.queen.error on a leased file) kept at most, the oldest
+ * forgotten first, and the bytes one may hold: 8 MiB at the very most. */
+#define NOTE_MAX 2048
+#define NOTE_ERROR_MAX 4096
 #define STAGING_STALE_MS (3600 * 1000)
 /* The largest file the layer will hold in memory before its push. */
 #define PENDING_MAX (256u << 20)
@@ -147,7 +151,11 @@ struct handle {
 	unsigned nwriters;      /* past 8: any flush publishes */
 	char *req;              /* api/: the request as written */
 	size_t req_len, req_cap;
-	bool req_big;           /* api/: past QUEEN_API_MAX_BODY */
+	int req_fd;             /* api/: past API_MEM_MAX, spooled here (+1) */
+	bool req_big;           /* api/: past QUEEN_API_MAX_BODY; config,
+				 * seek: past CTL_TEXT_MAX */
+	bool ctl_dirty;         /* config, seek: written since the last FLUSH */
+	bool ctl_bad;           /* config: a complete line was refused */
 	int api_state, api_rc;
 	size_t api_pos;         /* api/: the answer is read from its start */
 	struct fuse_pollhandle *ph;  /* next: owned by the token holder */
@@ -187,6 +195,8 @@ struct fs_state {
 	gid_t gid;
 	int64_t started;    /* ms */
 	bool debug;
+	/* where big api/ requests spill: unlinked files beside the store */
+	char spool[4096];
 };
 extern struct fs_state fs;
 void fs_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -195,10 +205,24 @@ void fs_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void fs_log_to_syslog(void);
 
 /* args.c: the command line */
+/* http.c: Queen's HTTP API (docs/http.md) */
+#define HTTP_MAX_LISTEN 8
+#define HTTP_MAX_CONNS 4096     /* open connections, per listener */
+#define HTTP_IDLE_S 60          /* idle or stalled connection closed */
+#define HTTP_CONN_MEM (64 * 1024)  /* request line and headers */
+struct http_opts {
+	const char *listen[HTTP_MAX_LISTEN];
+	int n;
+	const char *token_file;
+	bool insecure;
+};
+
 struct opts {
 	const char *db, *mountpoint, *sync;
 	bool foreground, debug;
+	int added_dp;   /* allow_other came without default_permissions */
 	char fuse_o[4096];
+	struct http_opts http;
 };
 void usage(FILE *f);
 int parse_args(int argc, char **argv, struct opts *o);
@@ -221,6 +245,13 @@ void engine_counters(struct engine_counters *out);
 void engine_count_push(bool dup);
 void engine_count_ack(void);
 void engine_count_pop(void);
+void engine_interrupt(uint64_t waiter_id);
+
+/* http.c */
+int http_check(const struct http_opts *o);
+int http_start(const struct http_opts *o);
+void http_quiesce(void);
+void http_stop(void);
 
 /* node.c */
 extern pthread_mutex_t fs_lock;
@@ -242,6 +273,19 @@ void node_attr(struct node *n, struct stat *st);
 struct node *node_owner_of(struct node *n);
 void node_inval_heirs(struct node *o);
 bool node_staging_name(const char *name);
+
+/* cred.c: the caller's credentials, checked as the kernel would */
+#define CRED_GROUPS 64
+struct cred {
+	uid_t uid;
+	gid_t gid;
+	gid_t groups[CRED_GROUPS];
+	int ngroups;
+};
+void cred_of(fuse_req_t req, struct cred *c);
+bool cred_may(const struct cred *c, uid_t uid, gid_t gid, mode_t mode,
+    int want);
+bool cred_may_node(const struct cred *c, struct node *n, int want);
 
 /* inval.c */
 extern size_t fs_nodes;
@@ -271,8 +315,10 @@ int64_t fs_now(void);
 int text_readme(char **out, size_t *len);
 int text_config(struct queen *q, struct node *n, char **out, size_t *len);
 int text_stats(struct queen *q, struct node *n, char **out, size_t *len);
-int text_sys_stats(struct queen *q, char **out, size_t *len);
-int text_metrics(struct queen *q, char **out, size_t *len);
+int text_sys_stats(struct queen *q, const struct cred *c, char **out,
+    size_t *len);
+int text_metrics(struct queen *q, const struct cred *c, char **out,
+    size_t *len);
 int text_health(struct queen *q, char **out, size_t *len);
 
 /* ops_*.c: the handlers */
@@ -286,6 +332,10 @@ void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
     mode_t mode);
 void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
+void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
+    const char *name);
+void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
+    const char *newname);
 void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     struct fuse_file_info *fi);
@@ -322,10 +372,14 @@ int txid_to_name(const char *txid, char *out, size_t len);
 int name_to_txid(const char *name, char *out, size_t len);
 bool name_is_msg(const char *name);
 
-/* ops_api.c */
+/* ops_api.c: a request held in memory up to API_MEM_MAX, on disk past it */
+#define API_MEM_MAX (256u << 10)
+void api_release(struct handle *h);
 void api_read(fuse_req_t req, struct handle *h, size_t size, off_t off);
 int api_write(struct handle *h, const char *buf, size_t size, off_t off);
 void api_flush(fuse_req_t req, struct handle *h);
+int ctl_write(struct handle *h, const char *buf, size_t size);
+void ctl_flush(fuse_req_t req, struct handle *h);
 
 /* shared by the ops files */
 void next_read(fuse_req_t req, struct handle *h, size_t size, off_t off);
@@ -352,7 +406,8 @@ char *note_take(const char *lease, const char *txid);
 char *note_get(const char *lease, const char *txid);
 void note_sweep(int64_t now);
 /* lease.c */
-void lease_seen(const char *id);
+void lease_seen(const char *id, int64_t first);
+int64_t lease_first(const char *id);
 void lease_acked(const char *id, const char *txid);
 bool lease_known(const char *id, const char *txid);
 struct msginfo;

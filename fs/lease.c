@@ -27,6 +27,7 @@
 
 static struct {
 	char id[QUEEN_ID_LEN + 1];
+	int64_t first;          /* its first offset as first seen; 0: unknown */
 	bool whole;
 	unsigned next;          /* the next slot + 1 in its chain; 0: none */
 	char *acked[LEASE_ACKED];
@@ -67,12 +68,16 @@ lease_unchain(unsigned i)
 }
 
 void
-lease_seen(const char *id)
+lease_seen(const char *id, int64_t first)
 {
 	unsigned i, *head;
+	int at;
 
 	pthread_mutex_lock(&fs_lock);
-	if (lease_slot(id) < 0 && strlen(id) <= QUEEN_ID_LEN) {
+	if ((at = lease_slot(id)) >= 0) {
+		if (first > 0 && (!leases[at].first || first < leases[at].first))
+			leases[at].first = first;
+	} else if (strlen(id) <= QUEEN_ID_LEN) {
 		i = lease_at;
 		for (int k = 0; k < LEASE_ACKED; k++) {
 			free(leases[i].acked[k]);
@@ -81,6 +86,7 @@ lease_seen(const char *id)
 		if (leases[i].id[0])
 			lease_unchain(i);
 		strcpy(leases[i].id, id);
+		leases[i].first = first > 0 ? first : 0;
 		leases[i].whole = false;
 		head = &lease_chain[lease_hash(id)];
 		leases[i].next = *head;
@@ -106,6 +112,20 @@ lease_acked(const char *id, const char *txid)
 		leases[i].acked[k] = strdup(txid);
 	}
 	pthread_mutex_unlock(&fs_lock);
+}
+
+/* The first offset of lease id as this mount saw it handed out (0: not). */
+int64_t
+lease_first(const char *id)
+{
+	int64_t first = 0;
+	int i;
+
+	pthread_mutex_lock(&fs_lock);
+	if ((i = lease_slot(id)) >= 0)
+		first = leases[i].first;
+	pthread_mutex_unlock(&fs_lock);
+	return first;
 }
 
 bool

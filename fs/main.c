@@ -1,15 +1,17 @@
 /*
  * main.c - the queenfs daemon's set-up and loop: options (args.c), the
- * store opened (store.c), the FUSE session and its worker loop, and an
- * orderly shutdown (engine joined, waiters answered, store closed, mount
- * gone).
+ * store opened (store.c), the FUSE session and its worker loop, the HTTP
+ * front end beside it or alone (http.c), and an orderly shutdown (engine
+ * joined, waiters answered, store closed, mount gone).
  */
 #include <errno.h>
 #include <limits.h>
 #include <malloc.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fs.h"
@@ -40,6 +42,8 @@ static const struct fuse_lowlevel_ops ops = {
 	.mkdir = op_mkdir,
 	.unlink = op_unlink,
 	.rmdir = op_rmdir,
+	.symlink = op_symlink,
+	.link = op_link,
 	.rename = op_rename,
 	.open = op_open,
 	.read = op_read,
@@ -59,12 +63,54 @@ static const struct fuse_lowlevel_ops ops = {
 	.poll = op_poll,
 };
 
+/*
+ * No mountpoint: the store served over HTTP alone, until SIGINT or
+ * SIGTERM (a container without /dev/fuse).  Stays in the foreground
+ * unless -f is missing, like the mount.
+ */
+static int
+serve_http_only(struct opts *o, const char *db, enum queen_sync sync)
+{
+	struct queen *q = NULL;
+	sigset_t set;
+	int sig, rc;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	if (!o->foreground) {
+		if (daemon(0, 0) < 0)
+			return 1;
+		fs_log_to_syslog();
+	}
+	signal(SIGPIPE, SIG_IGN);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	if (open_store(db, sync, &q) < 0)
+		return 1;
+	if ((rc = engine_start(q)) < 0) {
+		fs_log("engine: %s", strerror(-rc));
+		queen_close(q);
+		return 1;
+	}
+	if (http_start(&o->http) < 0) {
+		engine_stop();
+		http_stop();
+		return 1;
+	}
+	sigwait(&set, &sig);
+	http_quiesce();
+	engine_stop();
+	http_stop();
+	return 0;
+}
 
 int
 main(int argc, char **argv)
 {
 	struct opts o;
 	char db[PATH_MAX], fsname[PATH_MAX + 16];
+	static char tokens[PATH_MAX];
 	enum queen_sync sync = QUEEN_SYNC_FULL;
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
 	struct fuse_loop_config *lc;
@@ -103,9 +149,23 @@ main(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (o.http.n && http_check(&o.http) < 0)
+		return 2;
+	/* read after the daemon has gone to / */
+	if (o.http.token_file && realpath(o.http.token_file, tokens))
+		o.http.token_file = tokens;
 	if ((rc = db_path(o.db, db, sizeof(db))) < 0) {
 		fprintf(stderr, "queenfs: database path: %s\n", strerror(-rc));
 		return 1;
+	}
+	if (queen_path_is_pg(db)) {
+		const char *t = getenv("TMPDIR");
+		snprintf(fs.spool, sizeof(fs.spool), "%s", t && *t ? t : "/tmp");
+	} else {
+		char *slash;
+		snprintf(fs.spool, sizeof(fs.spool), "%s", db);
+		if ((slash = strrchr(fs.spool, '/')) != NULL)
+			*(slash == fs.spool ? slash + 1 : slash) = '\0';
 	}
 	/* Open once here to report errors on the terminal; reopen after fork. */
 	if (open_store(db, sync, &q) < 0)
@@ -118,6 +178,8 @@ main(int argc, char **argv)
 	fs.gid = getgid();
 	fs.started = fs_now();
 	fs.debug = o.debug;
+	if (!o.mountpoint)
+		return serve_http_only(&o, db, sync);
 	/* /proc/mounts is world-readable: never show a URI (credentials) */
 	if (snprintf(fsname, sizeof(fsname), "fsname=%s,subtype=queenfs",
 	    queen_path_is_pg(db) ? "postgresql" : db) >= (int)sizeof(fsname))
@@ -141,6 +203,10 @@ main(int argc, char **argv)
 	if (!o.foreground) {
 		fs_log_to_syslog();
 	}
+	if (o.added_dp)
+		fs_log("allow_other without default_permissions: added "
+		    "default_permissions, so that the kernel enforces the "
+		    "modes the mount shows");
 	if (open_store(db, sync, &q) < 0)
 		goto out_unmount;
 	if ((rc = engine_start(q)) < 0) {
@@ -148,8 +214,15 @@ main(int argc, char **argv)
 		queen_close(q);
 		goto out_unmount;
 	}
-	if (!(lc = fuse_loop_cfg_create())) {
+	if (o.http.n && http_start(&o.http) < 0) {
 		engine_stop();
+		http_stop();
+		goto out_unmount;
+	}
+	if (!(lc = fuse_loop_cfg_create())) {
+		http_quiesce();
+		engine_stop();
+		http_stop();
 		goto out_unmount;
 	}
 	fuse_loop_cfg_set_clone_fd(lc, 0);
@@ -160,7 +233,9 @@ main(int argc, char **argv)
 	ret = fuse_session_loop_mt(se, lc) < 0 ? 1 : 0;
 	inval_stop();
 	fuse_loop_cfg_destroy(lc);
+	http_quiesce();
 	engine_stop();
+	http_stop();
 out_unmount:
 	fuse_session_unmount(se);
 out_signals:

@@ -102,8 +102,14 @@ msg_info(struct queen *q, struct node *n, bool want_payload,
 	case K_LEASE_MSG:
 		/* Ask for the payload: the batch's length then holds for
 		 * sure.  One message, not the span (up to batch of them). */
-		if ((rc = queen_lease_read_msg(q, n->lease, txid, true,
-		    &mi->b)) < 0)
+		rc = queen_lease_read_msg(q, n->lease, txid, true, &mi->b);
+		/* committed by an ack of a later one: while the lease lives
+		 * it still resolves, so that an ack of it answers noop or
+		 * EALREADY rather than ENOENT */
+		if (rc == -ENOENT && lease_first(n->lease) > 0)
+			rc = queen_lease_read_done(q, n->lease, txid,
+			    lease_first(n->lease), true, &mi->b);
+		if (rc < 0)
 			return rc;
 		rc = from_batch(mi, txid, want_payload);
 		break;
@@ -122,8 +128,8 @@ msg_info(struct queen *q, struct node *n, bool want_payload,
 		}
 		break;
 	case K_DLQ_MSG:
-		rc = queen_dlq_list(q, n->queue, n->group, want_payload, dlq_cb,
-		    &df);
+		rc = queen_dlq_get(q, n->queue, n->group, n->part, txid,
+		    want_payload, dlq_cb, &df);
 		rc = rc < 0 ? rc : df.rc;
 		break;
 	case K_KV_KEY:

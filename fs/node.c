@@ -120,16 +120,32 @@ node_static(enum kind dir, const char *name, const char **status)
 	return 0;
 }
 
+/*
+ * next resolves by name but is not listed: a read of it changes the
+ * store, and programs that walk a tree read every file they list.
+ */
+static bool
+unlisted(enum kind k)
+{
+	return k == K_NEXT;
+}
+
+/* The i-th listed name of dir, or NULL past the last. */
 const char *
 node_static_at(enum kind dir, size_t i, enum kind *k)
 {
 	size_t n;
 	const struct dirtab *t = tab_of(dir, &n);
 
-	if (i >= n)
-		return NULL;
-	*k = t[i].kind;
-	return t[i].name;
+	for (size_t j = 0; j < n; j++) {
+		if (unlisted(t[j].kind))
+			continue;
+		if (i-- == 0) {
+			*k = t[j].kind;
+			return t[j].name;
+		}
+	}
+	return NULL;
 }
 
 bool
@@ -483,9 +499,16 @@ file_mask(enum kind k)
 	case K_CONFIG: case K_PENDING: case K_TIMER: case K_KV_KEY:
 	/* a message name may be pushed again: an idempotent retry */
 	case K_MSG:
-		return 0666;
+	/* seek reads as empty, so that a copy of the tree does not fail */
 	case K_SEEK:
-		return 0222;
+		return 0666;
+	/*
+	 * Whoever may ack a leased message may attach its error text, and
+	 * the kernel asks for write permission before a user.* setxattr.
+	 * Its payload still cannot change: an open for write fails (EPERM).
+	 */
+	case K_LEASE_MSG:
+		return 0666;
 	/* the JSON files reach every queue: the mount's owner only */
 	case K_API_FILE:
 		return 0600;

@@ -16,6 +16,7 @@ struct note {
 };
 
 static struct note *notes;
+static unsigned nnotes;
 static void note_free(struct note *n);
 static struct note **
 note_find(const char *lease, const char *txid)
@@ -49,7 +50,18 @@ note_set(const char *lease, const char *txid, const char *error, int64_t now)
 		} else {
 			n->next = notes;
 			notes = n;
+			nnotes++;
 		}
+	}
+	if (n && nnotes > NOTE_MAX) {
+		/* the newest are first: forget the oldest, whatever it said */
+		struct note **last = &notes;
+
+		while ((*last)->next)
+			last = &(*last)->next;
+		note_free(*last);
+		*last = NULL;
+		nnotes--;
 	}
 	if (n) {
 		free(n->error);
@@ -83,6 +95,7 @@ note_take(const char *lease, const char *txid)
 		e = n->error;
 		n->error = NULL;
 		note_free(n);
+		nnotes--;
 	}
 	pthread_mutex_unlock(&fs_lock);
 	return e;
@@ -111,6 +124,7 @@ note_sweep(int64_t now)
 		if (now - n->at > 86400 * 1000) {
 			*pp = n->next;
 			note_free(n);
+			nnotes--;
 		} else {
 			pp = &n->next;
 		}

@@ -166,7 +166,7 @@ handle_put(struct handle *h)
 		free(h->dents[i].name);
 	free(h->dents);
 	free(h->text);
-	free(h->req);
+	api_release(h);
 	pend_put(h->pend);
 	if (h->node)
 		node_close(h->node);
@@ -345,10 +345,28 @@ lookup_reply(struct job *j)
 {
 	struct lookup_job *lj = (struct lookup_job *)j;
 
-	if (j->rc == 0)
+	if (j->rc == 0) {
+		enum kind k = lj->n->kind;  /* a failed reply may free it */
+
 		reply_entry(j->req, lj->n);
-	else
+		/*
+		 * A file of the store (a message, a dead letter, a key, a
+		 * timer) costs a node for as long as the kernel keeps its
+		 * name, and `ls -l` of a big directory looks up every one:
+		 * past inval.c's bound the name is handed back a moment
+		 * later, so the nodes fall back under it.
+		 */
+		switch (k) {
+		case K_MSG: case K_DLQ_MSG: case K_LEASE_MSG: case K_TIMER:
+		case K_KV_KEY:
+			inval_later(lj->parent->ino, lj->name);
+			break;
+		default:
+			break;
+		}
+	} else {
 		fuse_reply_err(j->req, -j->rc);
+	}
 	free(lj->name);
 }
 

@@ -89,6 +89,35 @@ admin_new(fuse_req_t req, void (*run)(struct job *, struct queen *),
 	return aj;
 }
 
+/* No symbolic or hard links anywhere: a message is one file by one name. */
+void
+op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
+    const char *name)
+{
+	struct node *p = node_get(parent);
+	char path[512] = "?";
+
+	if (p)
+		node_path(p, path, sizeof(path));
+	fs_log("symlink %s/%s -> %s: the mount holds no links (EPERM)", path,
+	    name, link);
+	fuse_reply_err(req, EPERM);
+}
+
+void
+op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
+    const char *newname)
+{
+	struct node *p = node_get(newparent);
+	char path[512] = "?";
+
+	if (p)
+		node_path(p, path, sizeof(path));
+	fs_log("link %s/%s: the mount holds no links; push a copy (EPERM)",
+	    path, newname);
+	fuse_reply_err(req, EPERM);
+}
+
 void
 op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
@@ -303,6 +332,42 @@ owner_change(fuse_req_t req, struct node *n, struct stat *attr, int to_set,
 	return 0;
 }
 
+/*
+ * The mtime a touch asks for, in ms.  Only timers and leases take a time
+ * (a timer's mtime is its due time; a lease's touch renews it whatever the
+ * date): a date after QUEEN_TIME_MAX_MS is -EINVAL there, and one at or
+ * before 1970 is due in the past (1 ms: the timer fires at once).
+ */
+static int
+set_time(struct node *n, bool timed, const struct stat *attr, int to_set,
+    int64_t *ms)
+{
+	const struct timespec *t = &attr->st_mtim;
+	char path[512];
+
+	if ((to_set & FUSE_SET_ATTR_MTIME_NOW) ||
+	    !(to_set & FUSE_SET_ATTR_MTIME)) {
+		*ms = fs_now();
+		return 0;
+	}
+	if (t->tv_sec > QUEEN_TIME_MAX_MS / 1000) {
+		if (!timed)
+			return 0;  /* ignored, as any other node's times */
+		node_path(n, path, sizeof(path));
+		fs_log("setattr %s: mtime %lld s is after 9999-12-31 (%s)",
+		    path, (long long)t->tv_sec, errname(-EINVAL));
+		return -EINVAL;
+	}
+	*ms = t->tv_sec < 0 ? 1 : (int64_t)t->tv_sec * 1000 +
+	    t->tv_nsec / 1000000;
+	if (*ms <= 0)
+		*ms = 1;
+	return 0;
+}
+
+static int setattr_refused(struct node *n, const struct stat *attr,
+    bool pending, int to_set);
+
 void
 op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
     struct fuse_file_info *fi)
@@ -311,9 +376,11 @@ op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 	struct admin_job *aj;
 	int own_bits = FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID |
 	    FUSE_SET_ATTR_GID;
-	int time_bits = FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW |
-	    FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_ATIME_NOW;
-	bool retime = false;
+	int mtime_bits = FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW;
+	int time_bits = mtime_bits | FUSE_SET_ATTR_ATIME |
+	    FUSE_SET_ATTR_ATIME_NOW;
+	int64_t mtime = 0;
+	bool retime = false, timed;
 	struct pending *pe;
 	int rc;
 
@@ -326,6 +393,15 @@ op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 	if ((pe = n->pend) != NULL)
 		pe->refs++;
 	pthread_mutex_unlock(&fs_lock);
+	if ((to_set & FUSE_SET_ATTR_SIZE) && n->kind == K_LEASE_MSG) {
+		char path[512];
+		node_path(n, path, sizeof(path));
+		fs_log("truncate %s: a leased message's payload cannot change "
+		    "(EPERM)", path);
+		pend_put(pe);
+		fuse_reply_err(req, EPERM);
+		return;
+	}
 	if ((to_set & FUSE_SET_ATTR_SIZE) && pe) {
 		if ((rc = pend_truncate(pe, attr->st_size, fs_now())) < 0) {
 			pend_put(pe);
@@ -333,14 +409,20 @@ op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 			return;
 		}
 	}
+	timed = n->kind == K_TIMER || n->kind == K_LEASE ||
+	    n->kind == K_LEASE_MSG || (n->kind == K_PENDING && pe &&
+	    pe->what == PW_TIMER);
+	if ((to_set & time_bits) && (rc = set_time(n, timed, attr, to_set,
+	    &mtime)) < 0) {
+		pend_put(pe);
+		fuse_reply_err(req, -rc);
+		return;
+	}
 	pthread_mutex_lock(&fs_lock);
 	if (n->kind == K_PENDING && pe && pe->what == PW_TIMER &&
-	    (to_set & time_bits)) {
+	    (to_set & mtime_bits)) {
 		/* Written in this open: the time goes with the coming push. */
-		pe->due_at = (to_set & FUSE_SET_ATTR_MTIME) &&
-		    !(to_set & FUSE_SET_ATTR_MTIME_NOW) ?
-		    (int64_t)attr->st_mtim.tv_sec * 1000 +
-		    attr->st_mtim.tv_nsec / 1000000 : fs_now();
+		pe->due_at = mtime;
 		retime = !pe->dirty;
 	}
 	pthread_mutex_unlock(&fs_lock);
@@ -358,20 +440,69 @@ op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		aj->own = own;
 		aj->keep_own = true;
 	} else if ((n->kind == K_LEASE || n->kind == K_LEASE_MSG ||
-	    n->kind == K_TIMER || retime) && (to_set & time_bits)) {
-		/* touch on a lease renews it; on a timer, reschedules it */
+	    n->kind == K_TIMER || retime) && (to_set & mtime_bits)) {
+		/*
+		 * touch on a lease renews it; on a timer, reschedules it.
+		 * An atime alone (tar --atime-preserve, a backup putting
+		 * back what it read) changes neither.
+		 */
 		if (!(aj = admin_new(req, setattr_run, attr_reply, NULL, NULL)))
 			return;
-		aj->mtime = (to_set & FUSE_SET_ATTR_MTIME_NOW) ||
-		    !(to_set & FUSE_SET_ATTR_MTIME) ? fs_now() :
-		    (int64_t)attr->st_mtim.tv_sec * 1000 +
-		    attr->st_mtim.tv_nsec / 1000000;
+		aj->mtime = mtime;
+	}
+	if (!aj && (rc = setattr_refused(n, attr, pe != NULL, to_set)) < 0) {
+		char path[512];
+
+		node_path(n, path, sizeof(path));
+		fs_log("setattr %s: %s (%s)", path, rc == -EPERM ?
+		    "only queues, groups and KV namespaces have an owner and "
+		    "mode; a stored file's size and a dead letter's time are "
+		    "its own" : "", errname(rc));
+		fuse_reply_err(req, -rc);
+		return;
 	}
 	if (!aj) {
-		/* anything else (cp -p, mv, rsync metadata): accepted */
+		/* a file being written or staged (cp -p, tar -x, rsync
+		 * metadata), and times elsewhere: accepted */
 		reply_attr(req, n);
 		return;
 	}
 	aj->n = n;
 	engine_submit(&aj->j);
+}
+
+/*
+ * What setattr would answer 0 for while changing nothing: another owner
+ * or mode on anything but a queue, a group, a KV namespace or a file still
+ * being written; another size of a file that is not being written; a
+ * time on a dead letter.  -EPERM for those, 0 for the rest (an owner,
+ * mode or size equal to the current one is already true).
+ */
+static int
+setattr_refused(struct node *n, const struct stat *attr, bool pending,
+    int to_set)
+{
+	int time_bits = FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW |
+	    FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_ATIME_NOW;
+
+	struct stat st;
+
+	if (pending || n->kind == K_PENDING)
+		return 0;
+	/* what is already so is no lie: `install -m 644`, `cp -p` of a
+	 * just-pushed message */
+	node_attr(n, &st);
+	if ((to_set & FUSE_SET_ATTR_MODE) &&
+	    (attr->st_mode & 07777) != (st.st_mode & 07777))
+		return -EPERM;
+	if ((to_set & FUSE_SET_ATTR_UID) && attr->st_uid != st.st_uid)
+		return -EPERM;
+	if ((to_set & FUSE_SET_ATTR_GID) && attr->st_gid != st.st_gid)
+		return -EPERM;
+	if ((to_set & FUSE_SET_ATTR_SIZE) && attr->st_size != st.st_size)
+		return -EPERM;
+	if ((to_set & time_bits) &&
+	    (n->kind == K_DLQ_MSG || n->kind == K_DLQ_PART))
+		return -EPERM;
+	return 0;
 }

@@ -4,12 +4,22 @@
  * its first byte whatever the file position the writes left (reads keep
  * their own position).  The request runs at the first read, or at close
  * when nothing was read: then close() fails with EIO if the call as a
- * whole failed.  The JSON itself is core's (queen_api); this file only
- * gathers bytes and hands them over.
+ * whole failed.  A descriptor opened read-only reads as empty and runs
+ * nothing (tree walkers read every file).  The JSON itself is core's
+ * (queen_api); this file only gathers bytes and hands them over.  A
+ * request past API_MEM_MAX is kept in an unlinked file of the spool dir
+ * (beside the store; $TMPDIR or /tmp with PostgreSQL) and handed to core
+ * as a read-only mapping, so the daemon holds no heap copy of it; the
+ * request goes as soon as it has run, and the heap is trimmed.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <malloc.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "fs.h"
 
@@ -31,10 +41,33 @@ api_run(struct job *j, struct queen *q)
 	char *resp = NULL;
 	int rc;
 
+	const char *body = h->req ? h->req : "";
+	void *map = NULL;
+
+	if (h->req_fd && !h->req_big && h->req_len) {
+		map = mmap(NULL, h->req_len, PROT_READ, MAP_PRIVATE,
+		    h->req_fd - 1, 0);
+		if (map == MAP_FAILED) {
+			fs_log("api/%s: mapping the spooled request: %s",
+			    h->node->name, strerror(errno));
+			j->rc = -ENOMEM;
+			return;
+		}
+		body = map;
+	}
 	/* an oversize body is answered without being read */
-	rc = queen_api_ex(q, h->node->name, h->req ? h->req : "",
+	rc = queen_api_ex(q, h->node->name, body,
 	    h->req_big ? (size_t)QUEEN_API_MAX_BODY + 1 : h->req_len, &resp,
 	    aj->flush ? NULL : &w);
+	if (map)
+		munmap(map, h->req_len);
+	if (rc != -EAGAIN) {
+		/* the request has run: nothing reads it again */
+		pthread_mutex_lock(&fs_lock);
+		api_release(h);
+		pthread_mutex_unlock(&fs_lock);
+		malloc_trim(0);
+	}
 	if (rc == -EAGAIN) {
 		/* a pop with "wait": park like a reader of next */
 		if (j->deadline == 0) {
@@ -140,6 +173,12 @@ api_read(fuse_req_t req, struct handle *h, size_t size, off_t off)
 {
 	int state;
 
+	if (!h->writable) {
+		/* opened only to read (a copy, a grep): no request, no call */
+		fuse_reply_buf(req, NULL, 0);
+		handle_put(h);
+		return;
+	}
 	pthread_mutex_lock(&fs_lock);
 	state = h->api_state;
 	if (state == API_IDLE)
@@ -154,6 +193,88 @@ api_read(fuse_req_t req, struct handle *h, size_t size, off_t off)
 	else
 		answer(req, h, size);
 	handle_put(h);
+}
+
+/* The request's memory and spool file.  fs_lock held, or h unshared. */
+void
+api_release(struct handle *h)
+{
+	free(h->req);
+	h->req = NULL;
+	h->req_cap = 0;
+	if (h->req_fd)
+		close(h->req_fd - 1);
+	h->req_fd = 0;
+}
+
+/* Move the request so far into an unlinked file of the spool dir. */
+static int
+spill(struct handle *h)
+{
+	char path[sizeof(fs.spool) + 32];
+	int fd, err;
+
+	snprintf(path, sizeof(path), "%s/.queenfs-api-XXXXXX", fs.spool);
+	if ((fd = mkstemp(path)) >= 0) {
+		unlink(path);
+		fcntl(fd, F_SETFD, FD_CLOEXEC);
+	}
+	if (fd < 0) {
+		err = errno;
+		fs_log("api/%s: cannot spool a request of over %u bytes in "
+		    "%s: %s", h->node->name, API_MEM_MAX, fs.spool,
+		    strerror(err));
+		return -err;
+	}
+	for (size_t at = 0; at < h->req_len;) {
+		ssize_t w = pwrite(fd, h->req + at, h->req_len - at,
+		    (off_t)at);
+		if (w < 0) {
+			err = errno;
+			fs_log("api/%s: spooling the request: %s",
+			    h->node->name, strerror(err));
+			close(fd);
+			return -err;
+		}
+		at += (size_t)w;
+	}
+	free(h->req);
+	h->req = NULL;
+	h->req_cap = 0;
+	h->req_fd = fd + 1;
+	return 0;
+}
+
+/* size bytes at off into the spool file; a gap before off reads as spaces */
+static int
+spool_write(struct handle *h, const char *buf, size_t size, off_t off)
+{
+	char blanks[512];
+	int fd = h->req_fd - 1;
+
+	memset(blanks, ' ', sizeof(blanks));
+
+	while ((size_t)off > h->req_len) {
+		size_t n = (size_t)off - h->req_len;
+		ssize_t w = pwrite(fd, blanks, n < sizeof(blanks) ? n :
+		    sizeof(blanks), (off_t)h->req_len);
+		if (w < 0)
+			goto fail;
+		h->req_len += (size_t)w;
+	}
+	for (size_t at = 0; at < size;) {
+		ssize_t w = pwrite(fd, buf + at, size - at, off + (off_t)at);
+		if (w < 0)
+			goto fail;
+		at += (size_t)w;
+	}
+	if ((size_t)off + size > h->req_len)
+		h->req_len = (size_t)off + size;
+	return 0;
+fail:
+	fs_log("api/%s: spooling the request: %s", h->node->name,
+	    strerror(errno));
+	return -errno;
 }
 
 int
@@ -172,6 +293,15 @@ api_write(struct handle *h, const char *buf, size_t size, off_t off)
 	end = (size_t)off + size;
 	if (end > QUEEN_API_MAX_BODY) {
 		h->req_big = true;  /* answered as too_large */
+		api_release(h);
+		goto out;
+	}
+	if (h->req_big)
+		goto out;
+	if (!h->req_fd && end > API_MEM_MAX && (rc = spill(h)) < 0)
+		goto out;
+	if (h->req_fd) {
+		rc = spool_write(h, buf, size, off);
 		goto out;
 	}
 	if (end > h->req_cap) {

@@ -82,7 +82,7 @@ lease_cb(void *arg, const struct queen_lease_info *li)
 {
 	struct dir_job *dj = arg;
 
-	lease_seen(li->lease_id);
+	lease_seen(li->lease_id, li->first);
 	return add(dj->h, &dj->cap, li->lease_id, S_IFDIR);
 }
 

@@ -1,13 +1,15 @@
 /*
  * ops_file.c - open files: generated text (config, stats, sys files) rendered
  * at open, payloads read at open, pending files (create + write + close =
- * push, put or schedule) and control writes (config, seek).  Reads of
- * `next` and poll live in ops_next.c; renames in ops_ack.c.
+ * push, put or schedule).  Control writes (config, seek) are gathered in
+ * ops_ctl.c, reads of `next` and poll live in ops_next.c, renames in
+ * ops_ack.c.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "fs.h"
 
@@ -15,6 +17,7 @@ struct open_job {
 	struct job j;
 	struct handle *h;
 	struct fuse_file_info fi;
+	struct cred c;      /* generated text shows what its reader may see */
 };
 
 static void
@@ -35,10 +38,10 @@ open_run(struct job *j, struct queen *q)
 		j->rc = h->text ? 0 : -ENOMEM;
 		break;
 	case K_SYS_STATS:
-		j->rc = text_sys_stats(q, &h->text, &h->len);
+		j->rc = text_sys_stats(q, &oj->c, &h->text, &h->len);
 		break;
 	case K_SYS_METRICS:
-		j->rc = text_metrics(q, &h->text, &h->len);
+		j->rc = text_metrics(q, &oj->c, &h->text, &h->len);
 		break;
 	case K_SYS_HEALTH:
 		j->rc = text_health(q, &h->text, &h->len);
@@ -114,6 +117,41 @@ open_pending(struct node *n, struct handle *h, int flags)
 	return 0;
 }
 
+static void
+log_refused(struct node *n, const char *why)
+{
+	char path[512];
+
+	node_path(n, path, sizeof(path));
+	fs_log("open %s: %s", path, why);
+}
+
+/*
+ * A read of next takes a lease, and with auto_ack commits the group's
+ * cursor: it changes the queue, so it needs what a write there needs.
+ * The check is on the directory that holds next (the queue's, or the
+ * group's, which inherits the queue's owner until given its own); a
+ * group that does not exist yet is made by this pop only for those.
+ */
+static int
+may_pop(fuse_req_t req, struct node *n)
+{
+	struct cred c;
+	struct stat st;
+	char path[512];
+
+	cred_of(req, &c);
+	node_attr(n->parent, &st);
+	if (cred_may(&c, st.st_uid, st.st_gid, st.st_mode, 2))
+		return 0;
+	node_path(n, path, sizeof(path));
+	fs_log("open %s: uid %u may not write %s (%u:%u %03o), and a pop "
+	    "changes it (EACCES)", path, (unsigned)c.uid,
+	    n->group ? "the group" : "the queue", (unsigned)st.st_uid,
+	    (unsigned)st.st_gid, (unsigned)(st.st_mode & 07777));
+	return -EACCES;
+}
+
 void
 op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
@@ -136,12 +174,19 @@ op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	case K_NEXT:
 		fi->nonseekable = 1;
 		h->nonblock = (fi->flags & O_NONBLOCK) != 0;
-		rc = wr ? -EACCES : 0;
+		rc = wr ? -EACCES : may_pop(req, n);
 		rd = false;
 		break;
 	case K_SEEK:
-		rc = rd ? -EACCES : 0;
-		h->writable = true;
+		h->writable = wr;
+		rd = false;  /* reads as empty: nothing to render */
+		break;
+	case K_LEASE_MSG:
+		if (wr) {
+			rc = -EPERM;
+			log_refused(n, "a leased message's payload cannot "
+			    "change (EPERM)");
+		}
 		break;
 	case K_CONFIG:
 		h->writable = wr;
@@ -196,6 +241,7 @@ op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	oj->h = h;
 	oj->fi = *fi;
+	cred_of(req, &oj->c);
 	engine_submit(&oj->j);
 }
 
@@ -308,6 +354,8 @@ op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		return;
 	}
 	if (!S_ISREG(mode)) {
+		fs_log("mknod %s: only regular files (messages) are made here "
+		    "(EPERM)", name);
 		fuse_reply_err(req, EPERM);
 		return;
 	}
@@ -359,55 +407,14 @@ note_writer(struct handle *h, uint64_t owner)
 	pthread_mutex_unlock(&fs_lock);
 }
 
-struct ctl_job {
-	struct job j;
-	struct node *n;
-	struct ctl_config cfg;
-	struct ctl_seek seek;
-	size_t size;
-};
-
-static void
-ctl_run(struct job *j, struct queen *q)
-{
-	struct ctl_job *cj = (struct ctl_job *)j;
-	struct node *n = cj->n;
-	char path[512];
-
-	if (n->kind == K_CONFIG)
-		j->rc = queen_config_set(q, n->queue, n->group, cj->cfg.keys,
-		    cj->cfg.values, cj->cfg.n);
-	else
-		j->rc = queen_seek(q, n->queue, n->group,
-		    cj->seek.partition[0] ? cj->seek.partition : NULL,
-		    (enum queen_pos_kind)cj->seek.kind, cj->seek.value);
-	if (j->rc < 0) {
-		node_path(n, path, sizeof(path));
-		fs_log("write %s: %s (%s)", path, queen_errmsg(q),
-		    errname(j->rc));
-	} else if (n->kind == K_SEEK) {
-		j->notify = strdup(n->queue);
-	}
-}
-
-static void
-ctl_reply(struct job *j)
-{
-	if (j->rc < 0)
-		fuse_reply_err(j->req, -j->rc);
-	else
-		fuse_reply_write(j->req, ((struct ctl_job *)j)->size);
-}
-
 void
 op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
     off_t off, struct fuse_file_info *fi)
 {
 	struct handle *h = handle_get(fi);
 	struct node *n = h->node;
-	struct ctl_job *cj;
 	char path[512];
-	int rc = 0, line = 0;
+	int rc = 0;
 
 	if (h->writable && n->kind == K_API_FILE) {
 		if ((rc = api_write(h, buf, size, off)) == 0)
@@ -429,29 +436,17 @@ op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		handle_put(h);
 		return;
 	}
-	handle_put(h);  /* a control write needs only the node */
-	if (!(cj = job_new(sizeof(*cj), ctl_run, ctl_reply, req))) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	cj->n = n;
-	cj->size = size;
-	cj->j.write = true;
-	rc = n->kind == K_CONFIG ?
-	    ctl_config_parse(buf, size, &cj->cfg, &line) :
-	    ctl_seek_parse(buf, size, &cj->seek);
-	if (rc < 0) {
+	rc = ctl_write(h, buf, size);
+	handle_put(h);
+	if (rc < 0 && rc != -EINVAL) {  /* ctl_write logged its EINVAL */
 		node_path(n, path, sizeof(path));
-		if (line)
-			fs_log("write %s: line %d is not `key = value` "
-			    "(EINVAL)", path, line);
-		else
-			fs_log("write %s: cannot parse %s (%s)", path,
-			    n->kind == K_CONFIG ? "config" : "position",
-			    errname(rc));
-		free(cj);
-		fuse_reply_err(req, rc == -E2BIG ? EINVAL : -rc);
+		fs_log("write %s: %s (%s)", path, rc == -EFBIG ?
+		    "more than 4096 bytes in one open" : "out of memory",
+		    errname(rc));
+	}
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
 		return;
 	}
-	engine_submit(&cj->j);
+	fuse_reply_write(req, size);
 }

@@ -163,6 +163,11 @@ op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		api_flush(req, h);
 		return;
 	}
+	if (h->writable && (h->node->kind == K_CONFIG ||
+	    h->node->kind == K_SEEK)) {
+		ctl_flush(req, h);
+		return;
+	}
 	if (!pe || !h->writable) {
 		fuse_reply_err(req, 0);
 		return;

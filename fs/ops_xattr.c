@@ -66,10 +66,15 @@ static int
 format_value(struct queen *q, struct node *n, const char *a,
     struct msginfo *mi, char *buf, size_t len)
 {
+	char tx[QUEEN_TXID_MAX + 1];
+
 	if (strcmp(a, "partition") == 0)
 		snprintf(buf, len, "%s", mi->partition);
 	else if (strcmp(a, "partition_id") == 0)
 		snprintf(buf, len, "%s", mi->partition_uuid);
+	else if (strcmp(a, "transaction_id") == 0 &&
+	    name_to_txid(n->name, tx, sizeof(tx)) == 0)
+		snprintf(buf, len, "%s", tx);  /* the id, not its file name */
 	else if (strcmp(a, "transaction_id") == 0)
 		snprintf(buf, len, "%s", n->name);
 	else if (strcmp(a, "group") == 0)
@@ -239,6 +244,13 @@ op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		return;
 	}
 	if (n->kind == K_LEASE_MSG && strcmp(name, X_PREFIX "error") == 0) {
+		if (size > NOTE_ERROR_MAX) {
+			fs_log("setxattr %s on %s: %zu bytes, more than the %d an "
+			    "error keeps (E2BIG)", name, n->name, size,
+			    NOTE_ERROR_MAX);
+			fuse_reply_err(req, E2BIG);
+			return;
+		}
 		if (!(s = strndup(value, size))) {
 			fuse_reply_err(req, ENOMEM);
 			return;

@@ -21,10 +21,12 @@ static const char readme[] =
 "    <name>               create + write + close = push (name = transactionId)\n"
 "    .<name>...           staging file: not pushed until renamed to a plain name\n"
 "    partitions/<p>/      the log of partition p; create a file here to push to p\n"
-"    next                 read = pop: `leased/<lease>/<txid>` lines\n"
+"    next                 read = pop: `leased/<lease>/<txid>` lines (not listed:\n"
+"                         tree walkers never pop; open it by name)\n"
 "    leased/<lease>/      the leased messages (payload; user.queen.* xattrs)\n"
 "    ack/ failed/ retry/ dlq/   rename a leased message into one to ack it\n"
 "    seek                 write `start`, `end`, an offset, a time, or `<p> <pos>`\n"
+"                         (reads as empty)\n"
 "    groups/<g>/          a consumer group: config stats next seek leased/ ack/ ...\n"
 "    timers/<key>         payload pushed into the queue at the file's mtime\n"
 "  kv/<ns>/<key>          KV state: read = get, write + close = put, rm = delete\n"
@@ -149,11 +151,19 @@ text_stats(struct queen *q, struct node *n, char **out, size_t *len)
 
 struct sum {
 	struct queen *q;
+	const struct cred *c;
 	FILE *f;
 	struct queen_stats total;
 	int64_t queues;
 	const char *queue;  /* metrics: the queue whose groups are listed */
 };
+
+/* A queue's (or group's) figures are for those who may list and enter it. */
+static bool
+may_see(const struct cred *c, const struct queen_owner *o)
+{
+	return cred_may(c, o->uid, o->gid, o->mode, 4 | 1);
+}
 
 static int
 sum_cb(void *arg, const struct queen_queue_info *qi)
@@ -161,6 +171,8 @@ sum_cb(void *arg, const struct queen_queue_info *qi)
 	struct sum *s = arg;
 	struct queen_stats st;
 
+	if (!may_see(s->c, &qi->owner))
+		return 0;
 	if (queen_stats_get(s->q, qi->name, NULL, &st) < 0)
 		return 0;
 	s->queues++;
@@ -176,9 +188,10 @@ sum_cb(void *arg, const struct queen_queue_info *qi)
 }
 
 int
-text_sys_stats(struct queen *q, char **out, size_t *len)
+text_sys_stats(struct queen *q, const struct cred *who, char **out,
+    size_t *len)
 {
-	struct sum s = { .q = q };
+	struct sum s = { .q = q, .c = who };
 	struct engine_counters c;
 	uint64_t beside, in_writer;
 	struct queen_hash_stats hs;
@@ -209,7 +222,8 @@ text_sys_stats(struct queen *q, char **out, size_t *len)
 	    "hash_filter_bytes = %llu\nhash_filter_skips = %llu\n"
 	    "hash_filter_builds = %llu\nhash_filter_building = %d\n"
 	    "page_cache_kib = %llu\nrow_cache_hits = %llu\n"
-	    "row_cache_misses = %llu\nnodes = %zu\nlookups = %llu\n",
+	    "row_cache_misses = %llu\nnodes = %zu\nlookups = %llu\n"
+	    "dlq_rows_read = %llu\n",
 	    (unsigned long long)c.pushes, (unsigned long long)c.acks,
 	    (unsigned long long)c.pops, (unsigned long long)c.commits,
 	    (unsigned long long)c.commit_failures,
@@ -222,7 +236,8 @@ text_sys_stats(struct queen *q, char **out, size_t *len)
 	    (unsigned long long)hs.cache_kib,
 	    (unsigned long long)hs.row_hits,
 	    (unsigned long long)hs.row_misses, nodes,
-	    (unsigned long long)atomic_load(&fs_lookups));
+	    (unsigned long long)atomic_load(&fs_lookups),
+	    (unsigned long long)queen_dlq_rows_read(q));
 	return close_text(f, out, len, rc < 0 ? rc : 0);
 }
 
@@ -234,6 +249,7 @@ struct row {
 
 struct rows {
 	struct queen *q;
+	const struct cred *c;
 	struct row *r;
 	size_t n, cap;
 	const char *queue;
@@ -267,6 +283,8 @@ row_group_cb(void *arg, const struct queen_group_info *gi)
 
 	if (strcmp(gi->name, QUEEN_QUEUE_MODE) == 0)
 		return 0;
+	if (gi->owner.mode != 0 && !may_see(rs->c, &gi->owner))
+		return 0;
 	return add_row(rs, rs->queue, gi->name);
 }
 
@@ -276,6 +294,8 @@ row_queue_cb(void *arg, const struct queen_queue_info *qi)
 	struct rows *rs = arg;
 	int rc;
 
+	if (!may_see(rs->c, &qi->owner))
+		return 0;
 	if ((rc = add_row(rs, qi->name, NULL)) < 0)
 		return rc;
 	rs->queue = qi->name;
@@ -310,9 +330,10 @@ counter(FILE *f, const char *name, const char *type, const char *help,
 }
 
 int
-text_metrics(struct queen *q, char **out, size_t *len)
+text_metrics(struct queen *q, const struct cred *who, char **out,
+    size_t *len)
 {
-	struct rows rs = { .q = q };
+	struct rows rs = { .q = q, .c = who };
 	struct engine_counters c;
 	uint64_t beside, in_writer;
 	struct queen_hash_stats hs;

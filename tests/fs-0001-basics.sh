@@ -38,13 +38,13 @@ test_expect_success 'sys/health says ok on a healthy store' '
 	test_cmp expect actual
 '
 
-test_expect_success 'mkdir creates a queue with its fixed layout' '
+test_expect_success 'mkdir creates a queue with its fixed layout (next resolves, unlisted)' '
 	mkdir "$MNT/queues/jobs" &&
 	ls "$MNT/queues" >actual &&
 	echo jobs >expect &&
 	test_cmp expect actual &&
 	ls "$MNT/queues/jobs" >actual &&
-	printf "%s\n" ack config dlq failed groups leased next partitions \
+	printf "%s\n" ack config dlq failed groups leased partitions \
 		retry seek stats timers >expect &&
 	test_cmp expect actual &&
 	for d in ack dlq failed groups leased partitions retry timers; do

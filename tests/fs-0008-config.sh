@@ -59,11 +59,11 @@ test_expect_success 'the whole config read back can be written back unchanged' '
 	test_cmp whole again
 '
 
-test_expect_success 'an unknown key fails the write with EINVAL and changes nothing' '
+test_expect_success 'an unknown key fails with EINVAL (the write of a whole line, else the close) and changes nothing' '
 	cat "$Q/config" >before &&
 	sysc write "$Q/config" "bogus = 1" >actual &&
-	grep -q "^\(write\|close\):EINVAL$" actual &&
-	test_must_fail sh -c "echo \"bogus = 1\" >\"$Q/config\"" &&
+	grep -q "^close:EINVAL$" actual &&
+	! echo "bogus = 1" 2>/dev/null >"$Q/config" &&
 	cat "$Q/config" >after &&
 	test_cmp before after &&
 	grep -q "bogus" "$DAEMON_LOG"

@@ -2,7 +2,9 @@
 # fs-0011-examples: the programs in examples/ work against a real mount:
 # producer.sh (staged push), consumer.sh, consumer.py and the C consumer
 # (ack on success; failed with user.queen.error on failure, which with
-# retry_limit = 0 lands in the DLQ).
+# retry_limit = 0 lands in the DLQ); each stops a batch at its first
+# failure, and the shell consumers (README's too) exit once their queue is
+# gone instead of spinning.
 . "$(dirname "$0")/lib.sh"
 mount_queenfs
 
@@ -99,6 +101,79 @@ test_expect_success CONSUMER_C 'the C consumer acks, and fails an empty payload 
 	echo default/c2 >expect &&
 	test_cmp expect actual &&
 	test_is "empty payload" "$(getfattr --only-values -n user.queen.error "$Q/dlq/default/c2")" error
+'
+
+test_expect_success 'consumer.sh stops a batch at its first failure (no refused acks after it)' '
+	q_init shb &&
+	printf "wait = 1\nretry_limit = 1\nbatch = 3\n" >"$Q/config" &&
+	printf bad >"$Q/b1" && printf ok >"$Q/b2" && printf ok >"$Q/b3" &&
+	DRAIN=1 timeout 30 sh "$EX/consumer.sh" "$Q" grep -q ok 2>err &&
+	cat err &&
+	! grep -v "next: No data available" err &&
+	test_is 0 "$(stat_of "$Q/stats" depth)" depth &&
+	dead "$Q" >actual &&
+	echo default/b1 >expect &&
+	test_cmp expect actual
+'
+
+test_expect_success PYTHON 'consumer.py stops a batch at its first failure (no ESTALE after it)' '
+	q_init pyb &&
+	printf "wait = 1\nretry_limit = 1\nbatch = 3\n" >"$Q/config" &&
+	printf "{}" >"$Q/b1" && printf "{\"id\": 1}" >"$Q/b2" &&
+	printf "{\"id\": 2}" >"$Q/b3" &&
+	timeout 30 python3 "$EX/consumer.py" "$Q" --drain >out 2>err &&
+	cat out err &&
+	! grep -i "stale\|lease expired" err &&
+	printf "processed id %s\n" 1 2 >expect &&
+	test_cmp expect out &&
+	dead "$Q" >actual &&
+	echo default/b1 >expect &&
+	test_cmp expect actual
+'
+
+test_expect_success CONSUMER_C 'the C consumer stops a batch at its first failure' '
+	q_init cb &&
+	printf "wait = 1\nretry_limit = 1\nbatch = 3\n" >"$Q/config" &&
+	: >"$Q/b1" && printf hello >"$Q/b2" && printf world >"$Q/b3" &&
+	timeout 30 "$QUEENFS_BUILD/examples/consumer" "$Q" --drain >out 2>err &&
+	cat out err &&
+	! grep -i "stale\|lease expired" err &&
+	sed "s/, sum .*//" out >actual &&
+	printf "%s\n" "b2: 5 bytes" "b3: 5 bytes" >expect &&
+	test_cmp expect actual
+'
+
+# the README's ten-line consumer, as printed there, with QUEUE for its q
+sed -n "/^## A consumer in ten lines of shell/,/^\`\`\`\$/{/^\`\`\`sh/,/^\`\`\`\$/p}" \
+	"$TEST_DIRECTORY/../README.md" | sed "/^\`\`\`/d; s|^q=.*|q=\$1|" >"$TRASH/readme-consumer.sh"
+
+test_expect_success 'the README consumer exits once its queue is removed' '
+	test_line_count = 11 readme-consumer.sh &&
+	q_init rm &&
+	echo "wait = 1" >"$Q/config" &&
+	{ sh -c "process () { cat >/dev/null; }; . ./readme-consumer.sh" \
+		sh "$Q" >/dev/null 2>&1 & } &&
+	pid=$! && track_pid $pid &&
+	sleep 1 &&
+	kill -0 $pid &&
+	rmdir "$Q" &&
+	wait_until 20 "! kill -0 $pid 2>/dev/null";
+	r=$?
+	stop_pid $pid
+	test $r = 0
+'
+
+test_expect_success 'consumer.sh exits once its queue is removed' '
+	q_init rm2 &&
+	echo "wait = 1" >"$Q/config" &&
+	{ sh "$EX/consumer.sh" "$Q" cat >/dev/null 2>&1 & } &&
+	pid=$! && track_pid $pid &&
+	sleep 1 &&
+	rmdir "$Q" &&
+	wait_until 20 "! kill -0 $pid 2>/dev/null";
+	r=$?
+	stop_pid $pid
+	test $r = 0
 '
 
 test_done

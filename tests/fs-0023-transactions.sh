@@ -585,6 +585,9 @@ eq(["later", "soon"], ls("queues/tq/timers"), "timers/")
 eq(due // 1000, int(os.stat(MNT + "/queues/tq/timers/soon").st_mtime), "mtime = dueAt")
 ans = txn({"timers": [{"op": "cancel", "queue": "tq", "key": "later"}]})
 eq("cancelled", ans["results"][0]["status"], "cancel")
+ans = txn({"timers": [{"op": "cancel", "queue": "tq", "key": "later"}]})
+eq(True, ans["success"], "a cancel of a missing timer commits")
+eq("not_found", ans["results"][0]["status"], "and says not_found, as rm says ENOENT")
 for i in range(50):
     if ls("queues/tq/partitions/p7"):
         break

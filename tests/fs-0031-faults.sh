@@ -213,7 +213,7 @@ test_expect_success EIO 'every later write fails with EIO' '
 	sysc rename "$Q/$HELD" "$Q/ack/held" >actual && test_cmp expect actual &&
 	echo mkdir:EIO >expect &&
 	sysc mkdir "$MNT/queues/other" >actual && test_cmp expect actual &&
-	echo write:EIO >expect &&
+	echo close:EIO >expect &&
 	sysc write "$Q/config" "lease_time = 60" >actual && test_cmp expect actual
 '
 

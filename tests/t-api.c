@@ -778,6 +778,15 @@ test_txn_commit(void)
 	is_int(queen_timer_get(q, TQ, "t2", false, &ti), -ENOENT,
 	    "commit: t2 is gone");
 	free(ti);
+	/* again: no such timer now, as rm would answer ENOENT */
+	a = api(q, "transaction", "{\"timers\":[{\"op\":\"cancel\","
+	    "\"queue\":\"" TQ "\",\"key\":\"t2\"}]}", &rc);
+	is_int(jbool(a, "success"), 1, "commit: cancel of a missing timer "
+	    "commits");
+	is_str(jstr(json_array_get(json_object_get(a, "results"), 0),
+	    "status"), "not_found", "commit: and answers not_found, not "
+	    "cancelled");
+	json_decref(a);
 	f.now += 3600 * SEC;
 	maintain_all(q);
 	is_int(tail_of(q, TQ, NULL), 1, "commit: the cancelled t2 never "

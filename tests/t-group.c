@@ -104,6 +104,22 @@ test_subscription(void)
 	    "start");
 	fix_close(&f);
 
+	/* a resubscription to new, all in one millisecond of the clock:
+	 * the tail at that moment, not the pushes older than a time */
+	q = fix_open(&f, "group-sub-new-tie");
+	push1(q, Q, NULL, "m1", "x");
+	is_int(cfg(q, Q, "tie", "batch", "1"), 0,
+	    "sub new tie: a config write creates the group (all)");
+	push1(q, Q, NULL, "m2", "x");
+	is_int(cfg(q, Q, "tie", "subscription", "new"), 0,
+	    "sub new tie: resubscribe in the same millisecond");
+	is_int(pop_first(q, Q, NULL, "tie", 10, NULL, NULL), -EAGAIN,
+	    "sub new tie: nothing pushed before the resubscription");
+	push1(q, Q, NULL, "m3", "x");
+	is_int(pop_first(q, Q, NULL, "tie", 10, NULL, NULL), 3,
+	    "sub new tie: the first message after it");
+	fix_close(&f);
+
 	/* t0 = 2023-11-14T22:13:20Z */
 	q = fix_open(&f, "group-sub-since");
 	t0 = f.now;

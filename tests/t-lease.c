@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -15,7 +16,8 @@
 #include "tap.h"
 
 /* fs/lease.c, declared here to keep FUSE headers out of the test */
-void lease_seen(const char *id);
+void lease_seen(const char *id, int64_t first);
+int64_t lease_first(const char *id);
 void lease_acked(const char *id, const char *txid);
 bool lease_known(const char *id, const char *txid);
 pthread_mutex_t fs_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -51,8 +53,8 @@ test_ring(void)
 
 	for (int n = 0; n < IDS; n++) {
 		id_of(n, id);
-		lease_seen(id);
-		lease_seen(id);   /* a second sighting takes no slot */
+		lease_seen(id, 0);
+		lease_seen(id, 0);   /* a second sighting takes no slot */
 		if (!lease_known(id, NULL))
 			wrong_new++;
 		if (n >= RING) {
@@ -77,7 +79,7 @@ test_acked(void)
 	char id[40];
 
 	id_of(IDS + 1, id);
-	lease_seen(id);
+	lease_seen(id, 0);
 	lease_acked(id, "m1");
 	ok(!lease_known(id, "m1"), "acked: a message acked through it hides");
 	ok(lease_known(id, "m2"), "acked: its other messages still resolve");
@@ -89,6 +91,24 @@ test_acked(void)
 	ok(!lease_known(id, NULL), "acked: an unseen id stays unknown");
 }
 
+static void
+test_first(void)
+{
+	char id[40];
+
+	id_of(IDS + 3, id);
+	ok(lease_first(id) == 0, "first: unknown for an unseen id");
+	lease_seen(id, 7);
+	ok(lease_first(id) == 7, "first: the first offset handed out");
+	lease_seen(id, 9);
+	ok(lease_first(id) == 7, "first: a later sighting (a listing after "
+	    "an ack) does not raise it");
+	id_of(IDS + 4, id);
+	lease_seen(id, 0);
+	lease_seen(id, 12);
+	ok(lease_first(id) == 12, "first: learnt at a later sighting");
+}
+
 int
 main(void)
 {
@@ -97,5 +117,6 @@ main(void)
 	plan_lazy();
 	test_ring();
 	test_acked();
+	test_first();
 	return done_testing();
 }

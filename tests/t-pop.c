@@ -483,6 +483,23 @@ test_lease_read_msg(void)
 	    "leasemsg: an id twice in the log: the one still in the span");
 	is_int(lease_msg_at(q, b->lease_id, "m4", "m4"), 4,
 	    "leasemsg: the rest still at their offsets");
+	{
+		struct queen_batch *one = NULL;
+
+		is_int(queen_lease_read_done(q, b->lease_id, "m1", 1, true,
+		    &one), 0, "leasemsg: a committed one of the live lease, "
+		    "from its first offset");
+		ok(one && one->n == 1 && one->msgs[0].offset == 1 &&
+		    strcmp(one->lease_id, b->lease_id) == 0,
+		    "leasemsg: ... at its offset, with the lease's facts");
+		queen_batch_free(one);
+		is_int(queen_lease_read_done(q, b->lease_id, "m1", 2, true,
+		    &one), -ENOENT, "leasemsg: not below the first offset");
+		is_int(queen_lease_read_done(q, b->lease_id, "m4", 1, true,
+		    &one), -ENOENT, "leasemsg: not one still unacked");
+		is_int(queen_lease_read_done(q, b->lease_id, "m1", 0, true,
+		    &one), -EINVAL, "leasemsg: no first offset");
+	}
 	cfg(q, Q, NULL, "hash_retention", "60");
 	f.now += 61 * SEC;
 	ok(maintain_all(q) > 0, "leasemsg: the hash rows purged");

@@ -105,6 +105,35 @@ timers(struct queen *q)
 	return n;
 }
 
+/* queen_config_check: the same verdicts as a set, with no store at all. */
+static void
+test_config_check(void)
+{
+	const char *k[2] = { "lease_time", "batch" };
+	const char *v[2] = { "60", "2" };
+	char why[128];
+
+	is_int(queen_config_check(false, k, v, 2, why, sizeof(why)), 0,
+	    "config check: good queue keys pass");
+	is_str(why, "", "config check: no reason when good");
+	v[1] = "0";
+	is_int(queen_config_check(false, k, v, 2, why, sizeof(why)), -EINVAL,
+	    "config check: batch 0 refused");
+	ok(strstr(why, "batch") != NULL, "config check: the reason names it");
+	k[1] = "bogus";
+	v[1] = "1";
+	is_int(queen_config_check(false, k, v, 2, NULL, 0), -EINVAL,
+	    "config check: an unknown key refused, no reason buffer");
+	is_int(queen_config_check(true, k, v, 1, why, sizeof(why)), -EINVAL,
+	    "config check: lease_time is not a group key");
+	ok(strstr(why, "unknown group config key") != NULL,
+	    "config check: the group reason");
+	k[0] = "batch";
+	v[0] = "3";
+	is_int(queen_config_check(true, k, v, 1, why, sizeof(why)), 0,
+	    "config check: batch is a group key");
+}
+
 static void
 test_config(void)
 {
@@ -1673,7 +1702,7 @@ file_version(const char *path)
 /*
  * The file as an older build left it.  Version 1: every row's h set and
  * indexed in txns_h.  Version 2: the same, but rows not folded yet hold
- * h = 0.  Neither has the young or hashes table.
+ * h = 0.  Neither has the young or hashes table, nor dlq_txid.
  */
 static int
 make_old(const char *path, int version)
@@ -1687,6 +1716,7 @@ make_old(const char *path, int version)
 	    "UPDATE txns SET h = 0 WHERE %d = 2"
 	    " AND id NOT IN (SELECT id FROM hashes);"
 	    "DROP TRIGGER txns_gone; DROP TABLE young; DROP TABLE hashes;"
+	    "DROP INDEX dlq_txid;"
 	    "PRAGMA user_version = %d; COMMIT", version, version);
 	if ((rc = sqlite3_open(path, &db)) == SQLITE_OK)
 		rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
@@ -1727,8 +1757,8 @@ test_schema_newer(void)
 	push1(f.q, Q, NULL, "n1", "x");
 	queen_close(f.q);
 	f.q = NULL;
-	ok(set_version(f.path, 4) == SQLITE_OK && file_version(f.path) == 4,
-	    "newer: a file of version 4");
+	ok(set_version(f.path, 5) == SQLITE_OK && file_version(f.path) == 5,
+	    "newer: a file of version 5");
 	o.path = f.path;
 	o.err = why;
 	o.errlen = sizeof(why);
@@ -1737,11 +1767,11 @@ test_schema_newer(void)
 		why[0] = 0;
 		is_int(queen_open(&o, &q), -EPROTO, "newer: a %s open is "
 		    "refused", o.read_only ? "read-only" : "read-write");
-		ok(q == NULL && strstr(why, "schema version 4 is newer"),
+		ok(q == NULL && strstr(why, "schema version 5 is newer"),
 		    "newer: ... saying why (%s)", why);
 		queen_close(q);
 	}
-	is_int(file_version(f.path), 4, "newer: the file left as it was");
+	is_int(file_version(f.path), 5, "newer: the file left as it was");
 	fix_close(&f);
 }
 
@@ -1794,8 +1824,8 @@ test_schema_old(void)
 		    "v%d: and the newest found by name", v);
 		queen_close(f.q);
 		f.q = NULL;
-		is_int(file_version(f.path), 3,
-		    "v%d: the file is version 3 now", v);
+		is_int(file_version(f.path), 4,
+		    "v%d: the file is version 4 now", v);
 		count_hashes(f.path, &young, &nfolded, &wrong);
 		ok(wrong == 0 && young + nfolded == 12,
 		    "v%d: every row in young or hashes (%d, %d, %d wrong)", v,
@@ -2582,6 +2612,7 @@ main(int argc, char **argv)
 	test_kill_after_commit();
 	test_kill_commit_sizes();
 	test_config();
+	test_config_check();
 	test_persistence();
 	test_read_only();
 	test_size_limit();

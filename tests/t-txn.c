@@ -8,6 +8,7 @@
  * Each case runs on a fresh store.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -446,6 +447,150 @@ test_bad_request(void)
 	    "bad: incr of a non-integer is bad_request");
 	queen_txn_result_free(r);
 	nothing_written(q, &w, lease, "bad incr of text");
+	fix_close(&f);
+}
+
+/*
+ * Numbers past their limits (README "Limits"): refused with nothing
+ * changed, never wrapped or saturated into a success.
+ */
+static void
+test_hostile_numbers(void)
+{
+	struct fix f;
+	struct queen *q;
+	struct queen_txn_result *r = NULL;
+	struct queen_kv_value *v = NULL;
+	struct queen_lease_info li, li2;
+	struct queen_timer_info *ti = NULL;
+	struct queen_timer_op tm;
+	struct queen_kv_op kv;
+	struct queen_txn t;
+	char lease[QUEEN_ID_LEN + 1], top[32];
+	int64_t exp = 0;
+	static const int64_t incr[][2] = {
+		{ INT64_MAX - 1, 2 }, { INT64_MAX, INT64_MAX },
+		{ INT64_MIN + 1, -2 }, { INT64_MIN, INT64_MIN },
+	};
+	static const int64_t due[] = { -1, QUEEN_TIME_MAX_MS + 1, INT64_MAX,
+	    INT64_MIN };
+
+	q = setup(&f, "txn-numbers", false);
+
+	/* incr past either end of int64: bad_request, the value kept */
+	for (size_t i = 0; i < sizeof(incr) / sizeof(incr[0]); i++) {
+		char num[32];
+
+		snprintf(num, sizeof(num), "%" PRId64, incr[i][0]);
+		queen_kv_put(q, NS, "n", num, strlen(num), 0, false);
+		kvop(&kv, QUEEN_KV_INCR, NS, "n", NULL);
+		kv.by = incr[i][1];
+		memset(&t, 0, sizeof(t));
+		t.kv = &kv;
+		t.nkv = 1;
+		is_int(run(q, &t, &r), 0, "numbers: incr %zu verdict", i);
+		ok(r && r->reason == QUEEN_TXN_BAD_REQUEST,
+		    "numbers: %s by %" PRId64 " is bad_request (%s)", num,
+		    incr[i][1], queen_errmsg(q));
+		queen_txn_result_free(r);
+		r = NULL;
+		if (queen_kv_get(q, NS, "n", &v) == 0 && v) {
+			ok(v->len == strlen(num) && !memcmp(v->data, num,
+			    v->len), "numbers: %s kept", num);
+			free(v);
+			v = NULL;
+		} else {
+			ok(0, "numbers: kv get after incr %zu", i);
+		}
+	}
+	/* a stored value past int64 is not an integer */
+	queen_kv_put(q, NS, "n", "99999999999999999999", 20, 0, false);
+	kvop(&kv, QUEEN_KV_INCR, NS, "n", NULL);
+	memset(&t, 0, sizeof(t));
+	t.kv = &kv;
+	t.nkv = 1;
+	is_int(run(q, &t, &r), 0, "numbers: incr of 20 digits verdict");
+	ok(r && r->reason == QUEEN_TXN_BAD_REQUEST,
+	    "numbers: incr of a value past int64 is bad_request");
+	queen_txn_result_free(r);
+	r = NULL;
+	/* INT64_MAX itself is reached */
+	queen_kv_put(q, NS, "n", "9223372036854775806", 19, 0, false);
+	is_int(run(q, &t, &r), 0, "numbers: incr to INT64_MAX verdict");
+	ok(r && r->reason == QUEEN_TXN_OK,
+	    "numbers: incr up to INT64_MAX succeeds");
+	queen_txn_result_free(r);
+	r = NULL;
+	snprintf(top, sizeof(top), "%" PRId64, INT64_MAX);
+	if (queen_kv_get(q, NS, "n", &v) == 0 && v) {
+		ok(v->len == strlen(top) && !memcmp(v->data, top, v->len),
+		    "numbers: the value is INT64_MAX");
+		free(v);
+		v = NULL;
+	}
+
+	/* ttls past 100 years */
+	is_int(queen_kv_put(q, NS, "t", "x", 1, QUEEN_SECONDS_MAX * 1000 + 1,
+	    false), -EINVAL, "numbers: kv_put ttl past 100 years");
+	is_int(queen_kv_get(q, NS, "t", &v), -ENOENT,
+	    "numbers: nothing stored");
+	free(v);
+	v = NULL;
+	is_int(queen_kv_set_ttl(q, NS, "n", INT64_MAX), -EINVAL,
+	    "numbers: kv_set_ttl INT64_MAX");
+	kvop(&kv, QUEEN_KV_PUT, NS, "t", "1");
+	kv.ttl_ms = INT64_MAX;
+	is_int(run(q, &t, &r), 0, "numbers: txn ttl verdict");
+	ok(r && r->reason == QUEEN_TXN_BAD_REQUEST,
+	    "numbers: a txn ttl of INT64_MAX ms is bad_request");
+	queen_txn_result_free(r);
+	r = NULL;
+
+	/* timers due outside 0 .. 9999-12-31 */
+	for (size_t i = 0; i < sizeof(due) / sizeof(due[0]); i++) {
+		is_int(queen_timer_schedule(q, TQ, "d", NULL, due[i], "x", 1),
+		    -EINVAL, "numbers: timer due %" PRId64 " is -EINVAL",
+		    due[i]);
+		timerop(&tm, QUEEN_TIMER_SCHEDULE, TQ, "d", 0, "x");
+		tm.due_at = due[i];
+		memset(&t, 0, sizeof(t));
+		t.timers = &tm;
+		t.ntimers = 1;
+		is_int(run(q, &t, &r), 0, "numbers: txn timer %zu verdict", i);
+		ok(r && r->reason == QUEEN_TXN_BAD_REQUEST,
+		    "numbers: txn timer due %" PRId64 " is bad_request",
+		    due[i]);
+		queen_txn_result_free(r);
+		r = NULL;
+	}
+	timerop(&tm, QUEEN_TIMER_SCHEDULE, TQ, "d", INT64_MAX, "x");
+	is_int(run(q, &t, &r), 0, "numbers: txn timer delay verdict");
+	ok(r && r->reason == QUEEN_TXN_BAD_REQUEST,
+	    "numbers: a timer delay past 9999 is bad_request");
+	queen_txn_result_free(r);
+	r = NULL;
+	is_int(queen_timer_get(q, TQ, "d", false, &ti), -ENOENT,
+	    "numbers: no timer was stored");
+	free(ti);
+	ti = NULL;
+	is_int(queen_timer_schedule(q, TQ, "d", NULL, QUEEN_TIME_MAX_MS, "x",
+	    1), 0, "numbers: a timer due at the last ms of 9999");
+
+	/* renew past 100 years: -EINVAL, the lease as it was */
+	is_int(take(q, 1, lease), 0, "numbers: a lease");
+	is_int(queen_lease_get(q, lease, &li), 0, "numbers: lease get");
+	is_int(queen_lease_renew(q, lease, QUEEN_SECONDS_MAX + 1, &exp),
+	    -EINVAL, "numbers: renew past 100 years");
+	is_int(queen_lease_renew(q, lease, 9300000000000000LL, &exp), -EINVAL,
+	    "numbers: renew 9.3e15 s");
+	is_int(queen_lease_renew(q, lease, INT64_MAX, &exp), -EINVAL,
+	    "numbers: renew INT64_MAX s");
+	is_int(queen_lease_get(q, lease, &li2), 0, "numbers: lease still live");
+	is_int(li2.expires_at, li.expires_at, "numbers: expiry unchanged");
+	is_int(queen_lease_renew(q, lease, QUEEN_SECONDS_MAX, &exp), 0,
+	    "numbers: renew for 100 years");
+	is_int(exp, f.now + QUEEN_SECONDS_MAX * 1000,
+	    "numbers: expiresAt now + 100 years");
 	fix_close(&f);
 }
 
@@ -1126,6 +1271,7 @@ main(void)
 	test_kv_version();
 	test_bad_request();
 	test_too_large();
+	test_hostile_numbers();
 	test_order();
 	test_worker_a_b();
 	test_once_gate();

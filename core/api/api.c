@@ -125,26 +125,21 @@ b64_encode(const unsigned char *p, size_t n)
 	return out;
 }
 
+/* n base64 characters into buf (room for n * 3 / 4 + 3); -EINVAL if bad */
 static int
-b64_decode(const char *s, unsigned char **out, size_t *len)
+b64_into(const char *s, size_t n, unsigned char *buf, size_t *len)
 {
-	size_t n = strlen(s), i, o = 0;
-	unsigned char *buf;
+	size_t i, o = 0;
 	unsigned v = 0;
 	int bits = 0;
 
-	buf = malloc(n * 3 / 4 + 3);
-	if (!buf)
-		return -ENOMEM;
 	for (i = 0; i < n; i++) {
 		const char *c = strchr(b64, s[i]);
 
 		if (s[i] == '=')
 			break;
-		if (!c || !s[i]) {
-			free(buf);
+		if (!c || !s[i])
 			return -EINVAL;
-		}
 		v = (v << 6) | (unsigned)(c - b64);
 		bits += 6;
 		if (bits >= 8) {
@@ -152,8 +147,23 @@ b64_decode(const char *s, unsigned char **out, size_t *len)
 			buf[o++] = (unsigned char)(v >> bits);
 		}
 	}
-	*out = buf;
 	*len = o;
+	return 0;
+}
+
+static int
+b64_decode(const char *s, unsigned char **out, size_t *len)
+{
+	size_t n = strlen(s);
+	unsigned char *buf = malloc(n * 3 / 4 + 3);
+
+	if (!buf)
+		return -ENOMEM;
+	if (b64_into(s, n, buf, len) != 0) {
+		free(buf);
+		return -EINVAL;
+	}
+	*out = buf;
 	return 0;
 }
 
@@ -387,12 +397,14 @@ do_push(struct apictx *a, json_t *req, int *rc)
 
 /*
  * api/push's fast path.  A body that is only {"items":[...]}, whose items
- * hold no keys but queue, partition, transactionId, traceId and payload,
- * each once, each a string of printable ASCII with no escape, and a queue
- * and a payload in every item, is read in place with no jansson: on a big
- * request decoding was a third of the daemon's time.  Such an item is what
- * push_item makes of it: the strings as they are, and the payload as its
- * JSON text, which for such a string is the token as sent, quotes and all.
+ * hold no keys but queue, partition, transactionId, traceId, payload and
+ * encoding ("json" or "base64"), each once, each a string of printable
+ * ASCII with no escape, and a queue and a payload in every item, is read
+ * in place with no jansson: on a big request decoding was a third of the
+ * daemon's time, and a big base64 payload cost jansson's two copies of
+ * it.  Such an item is what push_item makes of it: the strings as they
+ * are, and the payload as its JSON text, which for such a string is the
+ * token as sent, quotes and all, or its base64 decoded into the arena.
  * Anything else (another key, a number, an escape, UTF-8, a duplicate
  * key, an empty list, a missing payload) takes the general way, which also
  * words every refusal.  t-api sends the same bodies both ways.
@@ -440,7 +452,8 @@ sc_str(struct scan *c, const char **s, size_t *n)
 }
 
 static const char *const fast_keys[] = { "queue", "partition",
-    "transactionId", "traceId", "payload" };
+    "transactionId", "traceId", "payload", "encoding" };
+#define NFAST 6
 
 /* 1: read into *items (strings in *arena); 0: not for the fast path */
 static int
@@ -461,19 +474,19 @@ push_fast(const char *req, size_t len, struct queen_push_item **items,
 	    memcmp(s, "items", 5) || !sc_lit(&c, ':') || !sc_lit(&c, '['))
 		goto no;
 	do {
-		const char *val[5] = { NULL };
-		size_t vlen[5] = { 0 };
+		const char *val[NFAST] = { NULL };
+		size_t vlen[NFAST] = { 0 };
 
 		if (!sc_lit(&c, '{'))
 			goto no;
 		do {
 			if (!sc_str(&c, &s, &sl))
 				goto no;
-			for (k = 0; k < 5; k++)
+			for (k = 0; k < NFAST; k++)
 				if (strlen(fast_keys[k]) == sl &&
 				    !memcmp(fast_keys[k], s, sl))
 					break;
-			if (k == 5 || val[k] || !sc_lit(&c, ':') ||
+			if (k == NFAST || val[k] || !sc_lit(&c, ':') ||
 			    !sc_str(&c, &val[k], &vlen[k]))
 				goto no;
 		} while (sc_lit(&c, ','));
@@ -499,8 +512,20 @@ push_fast(const char *req, size_t len, struct queen_push_item **items,
 			*to[k] = ar + used;
 			used += vlen[k] + 1;
 		}
-		v[*n].payload = val[4] - 1;
-		v[*n].len = vlen[4] + 2;
+		if (val[5] && vlen[5] == 6 && !memcmp(val[5], "base64", 6)) {
+			/* decoded into the arena: 3/4 of the token's room */
+			if (b64_into(val[4], vlen[4], (unsigned char *)ar +
+			    used, &v[*n].len) != 0)
+				goto no;
+			v[*n].payload = ar + used;
+			used += v[*n].len;
+		} else if (val[5] && !(vlen[5] == 4 &&
+		    !memcmp(val[5], "json", 4))) {
+			goto no;
+		} else {
+			v[*n].payload = val[4] - 1;
+			v[*n].len = vlen[4] + 2;
+		}
 		(*n)++;
 	} while (sc_lit(&c, ','));
 	if (!sc_lit(&c, ']') || !sc_lit(&c, '}'))
@@ -534,8 +559,9 @@ do_pop(struct apictx *a, json_t *req, int *rc)
 	    (*rc = opt_int(a, req, "batch", &batch)) != 0 ||
 	    (*rc = opt_int(a, req, "wait", &wait)) != 0)
 		return NULL;
-	if (wait < 0) {
-		*rc = bad(a, "%s", "'wait' is a number of seconds, 0 or more");
+	if (wait < 0 || wait > QUEEN_WAIT_MAX) {
+		*rc = bad(a, "'wait' is a number of seconds, 0 to %d",
+		    QUEEN_WAIT_MAX);
 		return NULL;
 	}
 	if (!pr.queue) {
@@ -558,8 +584,7 @@ do_pop(struct apictx *a, json_t *req, int *rc)
 	if (*rc == -EAGAIN && wait > 0 && a->wait) {
 		/* the caller waits (core never does) and asks again */
 		a->would_wait = true;
-		a->wait->wait_ms = wait > INT64_MAX / 1000 ? INT64_MAX :
-		    wait * 1000;
+		a->wait->wait_ms = wait * 1000;
 		snprintf(a->wait->queue, sizeof(a->wait->queue), "%s",
 		    pr.queue);
 		snprintf(a->wait->group, sizeof(a->wait->group), "%s",
@@ -701,8 +726,9 @@ do_renew(struct apictx *a, json_t *req, int *rc)
 	if ((*rc = opt_str(a, req, "leaseId", &lease)) != 0 ||
 	    (*rc = opt_int(a, req, "seconds", &secs)) != 0)
 		return NULL;
-	if (!lease || secs < 0) {
-		*rc = bad(a, "%s", "renew needs a leaseId and seconds >= 0");
+	if (!lease || secs < 0 || secs > QUEEN_SECONDS_MAX) {
+		*rc = bad(a, "renew needs a leaseId and seconds from 0 to "
+		    "%lld (100 years)", QUEEN_SECONDS_MAX);
 		return NULL;
 	}
 	*rc = queen_lease_renew(a->q, lease, secs, &exp);

@@ -394,8 +394,8 @@ api_transaction(struct apictx *a, json_t *req, int *rc)
 	for (i = 0; i < nt; i++)
 		json_array_append_new(res, json_pack("{s:s, s:s, s:s}", "type",
 		    "timer", "key", t.timers[i].key, "status",
-		    t.timers[i].type == QUEEN_TIMER_CANCEL ? "cancelled" :
-		    "scheduled"));
+		    t.timers[i].type != QUEEN_TIMER_CANCEL ? "scheduled" :
+		    r->timer_missing[i] ? "not_found" : "cancelled"));
 	out = json_pack("{s:b, s:o}", "success", 1, "results", res);
 out_free:
 	queen_txn_result_free(r);

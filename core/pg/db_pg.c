@@ -251,6 +251,20 @@ static const struct stmt_def sql[ST__N] = {
 	    "length(d.payload)::bigint "
 	    "FROM dlq d JOIN partitions p ON p.id = d.partition_id "
 	    "WHERE d.queue_id = $1 AND d.group_name = $2 ORDER BY d.id" },
+	/* queue id, group name, partition name, txid: one name, by dlq_txid */
+	[ST_DLQ_GET] = { "dlq_get",
+	    "SELECT d.id, p.name, d.group_name, d.txid, d.error, "
+	    "d.msg_offset, d.retry_count, d.created_at, d.failed_at, d.payload "
+	    "FROM dlq d JOIN partitions p ON p.id = d.partition_id "
+	    "WHERE d.queue_id = $1 AND d.group_name = $2 AND p.name = $3 "
+	    "AND d.txid = $4 ORDER BY d.id" },
+	[ST_DLQ_GET_META] = { "dlq_get_meta",
+	    "SELECT d.id, p.name, d.group_name, d.txid, d.error, "
+	    "d.msg_offset, d.retry_count, d.created_at, d.failed_at, "
+	    "length(d.payload)::bigint "
+	    "FROM dlq d JOIN partitions p ON p.id = d.partition_id "
+	    "WHERE d.queue_id = $1 AND d.group_name = $2 AND p.name = $3 "
+	    "AND d.txid = $4 ORDER BY d.id" },
 	[ST_DLQ_COUNT] = { "dlq_count",
 	    "SELECT count(*) FROM dlq WHERE queue_id = $1 "
 	    "AND group_name = $2" },

@@ -30,8 +30,8 @@ pg_dlq_insert(struct store *s, const struct dlq_row *d)
 }
 
 int
-pg_dlq_list(struct store *s, int64_t qid, const char *group, bool payload,
-    queen_dlq_cb cb, void *arg)
+pg_dlq_list(struct store *s, int64_t qid, const char *group, const char *part,
+    const char *txid, bool payload, queen_dlq_cb cb, void *arg)
 {
 	struct args a = { 0 };
 	struct queen_dlq_entry e;
@@ -40,7 +40,13 @@ pg_dlq_list(struct store *s, int64_t qid, const char *group, bool payload,
 
 	a_int(&a, qid);
 	a_text(&a, group);
-	r = exec(s, payload ? ST_DLQ_LIST : ST_DLQ_LIST_META, &a, &rc);
+	if (txid) {
+		a_text(&a, part);
+		a_str(&a, txid);
+		r = exec(s, payload ? ST_DLQ_GET : ST_DLQ_GET_META, &a, &rc);
+	} else {
+		r = exec(s, payload ? ST_DLQ_LIST : ST_DLQ_LIST_META, &a, &rc);
+	}
 	if (!r)
 		return rc;
 	for (i = 0; rc == 0 && i < PQntuples(r); i++) {

@@ -102,6 +102,8 @@ static const char *const steps[] = {
 	" seq BIGINT GENERATED ALWAYS AS IDENTITY,"
 	" PRIMARY KEY (queue_id, key));"
 	"CREATE INDEX timers_due ON timers (due_at, seq);",
+	/* version 2: a dead letter by its name (see schema.c's version 4) */
+	"CREATE INDEX dlq_txid ON dlq (queue_id, group_name, txid);",
 };
 
 #define NSTEPS ((int)(sizeof(steps) / sizeof(steps[0])))

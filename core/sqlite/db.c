@@ -197,6 +197,18 @@ static const char *const sql[ST__N] = {
 	    "length(d.payload) "
 	    "FROM dlq d JOIN partitions p ON p.id = d.partition_id "
 	    "WHERE d.queue_id = ?1 AND d.group_name = ?2 ORDER BY d.id",
+	/* queue id, group, partition name, txid: one name, by dlq_txid */
+	[ST_DLQ_GET] = "SELECT d.id, p.name, d.group_name, d.txid, d.error, "
+	    "d.offset, d.retry_count, d.created_at, d.failed_at, d.payload "
+	    "FROM dlq d JOIN partitions p ON p.id = d.partition_id "
+	    "WHERE d.queue_id = ?1 AND d.group_name = ?2 AND d.txid = ?4 "
+	    "AND p.name = ?3 ORDER BY d.id",
+	[ST_DLQ_GET_META] = "SELECT d.id, p.name, d.group_name, d.txid, "
+	    "d.error, d.offset, d.retry_count, d.created_at, d.failed_at, "
+	    "length(d.payload) "
+	    "FROM dlq d JOIN partitions p ON p.id = d.partition_id "
+	    "WHERE d.queue_id = ?1 AND d.group_name = ?2 AND d.txid = ?4 "
+	    "AND p.name = ?3 ORDER BY d.id",
 	[ST_DLQ_COUNT] = "SELECT count(*) FROM dlq "
 	    "WHERE queue_id = ?1 AND group_name = ?2",
 	/* ns, key, now */

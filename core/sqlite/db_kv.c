@@ -33,14 +33,20 @@ s_dlq_insert(struct store *s, const struct dlq_row *d)
 }
 
 int
-s_dlq_list(struct store *s, int64_t qid, const char *group, bool payload,
-    queen_dlq_cb cb, void *arg)
+s_dlq_list(struct store *s, int64_t qid, const char *group, const char *part,
+    const char *txid, bool payload, queen_dlq_cb cb, void *arg)
 {
 	sqlite3_stmt *st;
 	struct queen_dlq_entry e;
 	int rc;
 
-	STMT(s, payload ? ST_DLQ_LIST : ST_DLQ_LIST_META, st);
+	if (txid) {
+		STMT(s, payload ? ST_DLQ_GET : ST_DLQ_GET_META, st);
+		sqlite3_bind_text(st, 3, part, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 4, txid, -1, SQLITE_STATIC);
+	} else {
+		STMT(s, payload ? ST_DLQ_LIST : ST_DLQ_LIST_META, st);
+	}
 	sqlite3_bind_int64(st, 1, qid);
 	sqlite3_bind_text(st, 2, group, -1, SQLITE_STATIC);
 	while ((rc = row(s, st)) == 1) {

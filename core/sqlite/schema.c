@@ -121,6 +121,11 @@ static const char *const steps[] = {
 	"CREATE TRIGGER txns_gone AFTER DELETE ON txns BEGIN"
 	" DELETE FROM hashes WHERE h = old.h AND id = old.id;"
 	" END;",
+	/*
+	 * version 4: a dead letter is found by its name (a lookup in
+	 * dlq/<p>/) without reading the rest of its group's DLQ.
+	 */
+	"CREATE INDEX dlq_txid ON dlq (queue_id, group_name, txid);",
 };
 
 #define NSTEPS ((int)(sizeof(steps) / sizeof(steps[0])))

@@ -33,7 +33,8 @@ enum stmt {
 	ST_TXN_CHECK, ST_YOUNG_PUT, ST_YOUNG_LIST, ST_YOUNG_LAST, ST_YOUNG_DROP,
 	ST_HASH_FOLD, ST_HASH_PUT, ST_HASH_COUNT, ST_HASH_SCAN,
 	ST_TXN_DELETE_PART,
-	ST_DLQ_INSERT, ST_DLQ_LIST, ST_DLQ_LIST_META, ST_DLQ_COUNT,
+	ST_DLQ_INSERT, ST_DLQ_LIST, ST_DLQ_LIST_META, ST_DLQ_GET, ST_DLQ_GET_META,
+	ST_DLQ_COUNT,
 	ST_KV_GET, ST_KV_PUT, ST_KV_DELETE, ST_KV_EXPIRY, ST_KV_LIST, ST_KV_PURGE,
 	ST_NS_GET, ST_NS_PUT, ST_NS_DELETE, ST_NS_LIST,
 	ST_TIMER_PUT, ST_TIMER_DELETE, ST_TIMER_GET, ST_TIMER_LIST, ST_TIMER_DUE,
@@ -175,7 +176,8 @@ int s_txn_time(struct store *s, int64_t pid, int64_t off, int64_t *at);
 int s_txn_purge(struct store *s, int64_t pid, int64_t upto, int64_t limit,
     int64_t *deleted);
 int s_dlq_insert(struct store *s, const struct dlq_row *d);
-int s_dlq_list(struct store *s, int64_t qid, const char *group, bool payload,
+int s_dlq_list(struct store *s, int64_t qid, const char *group,
+    const char *part, const char *txid, bool payload,
     queen_dlq_cb cb, void *arg);
 int s_dlq_count(struct store *s, int64_t qid, const char *group, int64_t *out);
 int s_kv_get(struct store *s, const char *ns, const char *key, int64_t now,
