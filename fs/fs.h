@@ -93,6 +93,10 @@ struct pending {
 	int64_t due_at;     /* timers: when to fire (0: the queue's delay) */
 	int64_t ttl_ms;     /* kv: from user.queen.ttl before the put */
 	fuse_ino_t dir;     /* the directory it was made in */
+	char *stage;        /* its spool file (stage.c), or NULL */
+	bool staged;        /* the spool file holds the bytes as they are */
+	bool dead;          /* unlinked, or a close() refused it: never pushed */
+	int refused;        /* the refusal close() reported (negative errno) */
 };
 
 struct node {
@@ -249,6 +253,13 @@ size_t pend_list(enum pend_what w, const char *queue, const char *part,
 void pend_sweep(int64_t now);
 char *pend_snapshot(struct pending *p, size_t *len);
 int64_t fs_now(void);
+
+/* stage.c */
+int stage_open(const char *dir, bool full);
+int stage_save(struct pending *p);
+void stage_remove(struct pending *p);
+void stage_keep(struct pending *p);
+void stage_replay(struct queen *q);
 
 /* text.c: generated file contents, rendered inside a job */
 int text_readme(char **out, size_t *len);

@@ -75,7 +75,11 @@ open_reply(struct job *j)
 		handle_put(oj->h);
 }
 
-/* An open for write of a stored name: a new pending file under it. */
+/*
+ * An open for write: its own attempt under the name (first publish wins,
+ * the others are duplicates), so two opens never share bytes.  Dot-files
+ * are ordinary files, shared by every open of them.
+ */
 static int
 open_pending(struct node *n, struct handle *h, int flags)
 {
@@ -84,17 +88,17 @@ open_pending(struct node *n, struct handle *h, int flags)
 	struct pending *pe;
 
 	pthread_mutex_lock(&fs_lock);
-	if (n->kind == K_PENDING) {
+	if (n->kind == K_PENDING && n->pend->name[0] == '.') {
 		/* read under the lock: a lookup may swap (and free) n->pend */
 		pe = n->pend;
 		pe->refs++;
 		pe->excl = false;  /* it exists: this open is not the create */
-		if (!pe->buf)
-			pe->len = 0;  /* published: a new write starts afresh */
 		pthread_mutex_unlock(&fs_lock);
 		if (flags & O_TRUNC)
 			pend_truncate(pe, 0, fs_now());
 	} else {
+		if (n->kind == K_PENDING)
+			w = n->pend->what;
 		pthread_mutex_unlock(&fs_lock);
 		pe = pend_new(w, n->queue, w == PW_PUSH ? n->part : NULL,
 		    n->name, fs_now());
@@ -217,7 +221,8 @@ create_kind(struct node *p, const char *name, enum pend_what *w)
 		return queen_name_valid(name) ? 0 : -EINVAL;
 	case K_TIMERS:
 		*w = PW_TIMER;
-		return queen_name_valid(name) ? 0 : -EINVAL;
+		return queen_name_valid(name) || node_staging_name(name) ? 0 :
+		    -EINVAL;
 	default:
 		/* ack/ failed/ retry/ dlq/ leased/: mv's copy must fail */
 		return -EPERM;
@@ -296,26 +301,17 @@ op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	}
 }
 
+/*
+ * mknod(S_IFREG) would make a file that no close ever publishes: refused,
+ * so that its 0 never stands for a push that does not happen.  create(2)
+ * (open with O_CREAT) is the way to make a file here.
+ */
 void
 op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
     dev_t rdev)
 {
-	struct node *p = node_get(parent), *n;
-	int rc;
-
-	if (!p) {
-		fuse_reply_err(req, ENOENT);
-		return;
-	}
-	if (!S_ISREG(mode)) {
-		fuse_reply_err(req, EPERM);
-		return;
-	}
-	if ((rc = make_pending(p, name, O_EXCL, &n)) < 0) {
-		fuse_reply_err(req, -rc);
-		return;
-	}
-	reply_entry(req, n);
+	fs_log("mknod %s: only open(O_CREAT) makes files here (EPERM)", name);
+	fuse_reply_err(req, EPERM);
 }
 
 void

@@ -88,7 +88,16 @@ push_done(struct push_job *pj)
 {
 	struct pending *pe = pj->pe;
 
-	/* A failed push is not retried: close() said nothing was pushed. */
+	/*
+	 * A release's publish that failed keeps its staged bytes for the
+	 * tick to publish (close() confirmed them); one that was published
+	 * lets them go.  A failed rename's push is not retried: rename
+	 * said nothing was pushed.
+	 */
+	if (pj->h && pj->j.rc == 0)
+		stage_remove(pe);
+	else if (pj->h)
+		stage_keep(pe);
 	pthread_mutex_lock(&fs_lock);
 	if (pj->j.rc == 0 && !pe->dirty) {
 		pe->pushed = true;
@@ -150,14 +159,98 @@ push_job_new(fuse_req_t req, struct pending *pe, const char *txid)
 	return pj;
 }
 
+/*
+ * The limits a staged attempt must meet, asked of core before the bytes
+ * are staged, so that close(2) reports them (the push itself waits for
+ * the release).  The flush waits for the answer on its own thread.
+ */
+struct check_job {
+	struct job j;
+	struct pending *pe;
+	struct waitbox *wb;
+};
+
+struct waitbox {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool done;
+	int rc;
+};
+
+static void
+check_run(struct job *j, struct queen *q)
+{
+	struct pending *pe = ((struct check_job *)j)->pe;
+	int64_t max = 0;
+	size_t len;
+
+	pthread_mutex_lock(&fs_lock);
+	len = pe->len;
+	pthread_mutex_unlock(&fs_lock);
+	if (pe->what == PW_KV)
+		return;
+	if ((j->rc = queen_config_get(q, pe->queue, NULL, "max_message_bytes",
+	    &max)) < 0) {
+		fs_log("push %s/%s: %s (%s)", pe->queue, pe->name,
+		    queen_errmsg(q), errname(j->rc));
+		return;
+	}
+	if ((int64_t)len > max) {
+		j->rc = -EFBIG;
+		fs_log("push %s/%s: %zu bytes exceed max_message_bytes (%lld) "
+		    "of queue '%s' (EFBIG)", pe->queue, pe->name, len,
+		    (long long)max, pe->queue);
+	}
+}
+
+static void
+check_reply(struct job *j)
+{
+	struct waitbox *wb = ((struct check_job *)j)->wb;
+
+	pthread_mutex_lock(&wb->mu);
+	wb->rc = j->rc;
+	wb->done = true;
+	pthread_cond_signal(&wb->cv);
+	pthread_mutex_unlock(&wb->mu);
+}
+
+static int
+check_limits(struct pending *pe)
+{
+	struct waitbox wb = { .mu = PTHREAD_MUTEX_INITIALIZER,
+	    .cv = PTHREAD_COND_INITIALIZER };
+	struct check_job *cj = job_new(sizeof(*cj), check_run, check_reply,
+	    NULL);
+
+	if (!cj)
+		return -ENOMEM;
+	cj->pe = pe;
+	cj->wb = &wb;
+	engine_submit(&cj->j);
+	pthread_mutex_lock(&wb.mu);
+	while (!wb.done)
+		pthread_cond_wait(&wb.cv, &wb.mu);
+	pthread_mutex_unlock(&wb.mu);
+	pthread_cond_destroy(&wb.cv);
+	pthread_mutex_destroy(&wb.mu);
+	return wb.rc;
+}
+
+/*
+ * Every close(2) of a descriptor of the file (a dup, a child's exit, the
+ * shell restoring a redirection) sends FLUSH and waits for it: bytes not
+ * yet staged are checked and staged, so its 0 means they are kept.  A
+ * refusal kills the attempt: nothing of it is published, and every later
+ * close of it reports the same error.
+ */
 void
 op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct handle *h = (struct handle *)(uintptr_t)fi->fh;
 	struct pending *pe = h->pend;
-	struct push_job *pj;
-	bool dirty, wrote;
-	char *name;
+	bool need;
+	int rc;
 
 	if (h->node->kind == K_API_FILE) {
 		api_flush(req, h);
@@ -168,26 +261,24 @@ op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	pthread_mutex_lock(&fs_lock);
-	wrote = h->nwriters > 8;
-	for (unsigned i = 0; i < h->nwriters && i < 8; i++)
-		wrote = wrote || h->writers[i] == fi->lock_owner;
-	dirty = pe->written && pe->name[0] != '.' && wrote;
-	if (dirty)
-		h->nwriters = 0;
-	name = strdup(pe->name);
+	rc = pe->refused;
+	need = rc == 0 && !pe->dead && pe->dirty && !pe->staged &&
+	    pe->name[0] != '.';
 	pthread_mutex_unlock(&fs_lock);
-	if (!dirty || !name) {
-		free(name);
-		fuse_reply_err(req, name ? 0 : ENOMEM);
+	if (!need) {
+		fuse_reply_err(req, -rc);
 		return;
 	}
-	pj = push_job_new(req, pe, name);
-	free(name);
-	if (!pj) {
-		fuse_reply_err(req, ENOMEM);
-		return;
+	if ((rc = check_limits(pe)) == 0)
+		rc = stage_save(pe);
+	if (rc < 0) {
+		pthread_mutex_lock(&fs_lock);
+		pe->dead = true;
+		pe->refused = rc;
+		pthread_mutex_unlock(&fs_lock);
+		stage_remove(pe);
 	}
-	engine_submit(&pj->j);
+	fuse_reply_err(req, -rc);
 }
 
 /* rename(dir/.staged, dir/name): publish the staged bytes as name. */
@@ -227,7 +318,12 @@ release_push_reply(struct job *j)
 	push_done(pj);
 }
 
-/* The last close of a file created but never written: publish it now. */
+/*
+ * The last reference to the open file is gone: publish the attempt, once.
+ * The job is submitted before this handler returns, and the kernel sends
+ * RELEASE before the closing process returns to user space, so whatever
+ * that process's parent does next (a pop) runs after the push.
+ */
 static bool
 release_push(fuse_req_t req, struct handle *h)
 {
@@ -239,7 +335,7 @@ release_push(fuse_req_t req, struct handle *h)
 	if (!pe || !h->writable)
 		return false;
 	pthread_mutex_lock(&fs_lock);
-	dirty = pe->dirty && pe->name[0] != '.';
+	dirty = pe->dirty && !pe->dead && pe->name[0] != '.';
 	name = strdup(pe->name);
 	pthread_mutex_unlock(&fs_lock);
 	pj = dirty && name ? push_job_new(req, pe, name) : NULL;
