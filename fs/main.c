@@ -419,6 +419,8 @@ main(int argc, char **argv)
 		queen_close(q);
 		goto out_unmount;
 	}
+	/* what the last run confirmed and did not publish, before serving */
+	stage_replay(q);
 	if ((rc = engine_start(q)) < 0) {
 		fs_log("engine: %s", strerror(-rc));
 		queen_close(q);

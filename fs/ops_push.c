@@ -183,10 +183,18 @@ check_run(struct job *j, struct queen *q)
 	struct pending *pe = ((struct check_job *)j)->pe;
 	int64_t max = 0;
 	size_t len;
+	char why[256];
 
 	pthread_mutex_lock(&fs_lock);
 	len = pe->len;
 	pthread_mutex_unlock(&fs_lock);
+	/* a store that stopped taking writes will not take this one */
+	if (queen_failed(q, why, sizeof(why))) {
+		j->rc = -EIO;
+		fs_log("push %s/%s: the store failed: %s (EIO)", pe->queue,
+		    pe->name, why);
+		return;
+	}
 	if (pe->what == PW_KV)
 		return;
 	if ((j->rc = queen_config_get(q, pe->queue, NULL, "max_message_bytes",
@@ -274,9 +282,13 @@ op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (rc < 0) {
 		pthread_mutex_lock(&fs_lock);
 		pe->dead = true;
+		pe->dirty = false;
 		pe->refused = rc;
 		pthread_mutex_unlock(&fs_lock);
 		stage_remove(pe);
+		/* the store answers for the name again */
+		pend_drop(pe);
+		inval_later(pe->dir, pe->name);
 	}
 	fuse_reply_err(req, -rc);
 }

@@ -24,6 +24,8 @@ static char spool[4096];
 static bool durable;
 static _Atomic uint64_t seq;
 static _Atomic bool retry_due, replay_all = true;
+/* one staging of an attempt at a time (closes of its dups race) */
+static pthread_mutex_t stripes[64];
 
 int
 stage_open(const char *dir, bool full)
@@ -33,6 +35,8 @@ stage_open(const char *dir, bool full)
 	if (mkdir(spool, 0700) < 0 && errno != EEXIST)
 		return -errno;
 	durable = full;
+	for (int i = 0; i < 64; i++)
+		pthread_mutex_init(&stripes[i], NULL);
 	return 0;
 }
 
@@ -86,6 +90,7 @@ stage_save(struct pending *p)
 {
 	char path[4200], tmp[4210], hd[1024];
 	size_t len, hlen;
+	pthread_mutex_t *stripe;
 	char *buf;
 	int fd, rc;
 
@@ -103,8 +108,11 @@ stage_save(struct pending *p)
 	pthread_mutex_unlock(&fs_lock);
 	if (rc < 0)
 		return rc;
+	stripe = &stripes[((uintptr_t)p >> 4) % 64];
+	pthread_mutex_lock(stripe);
 	if (!(buf = pend_snapshot(p, &len))) {
 		rc = -ENOMEM;
+		pthread_mutex_unlock(stripe);
 		goto out_unstaged;
 	}
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
@@ -126,6 +134,7 @@ stage_save(struct pending *p)
 	if (rc < 0)
 		unlink(tmp);
 out_free:
+	pthread_mutex_unlock(stripe);
 	free(buf);
 	if (rc == 0)
 		return 0;
