@@ -143,9 +143,6 @@ struct handle {
 	struct dent *dents;     /* directory snapshot */
 	size_t ndents;
 	bool writable;
-	/* lock owners (processes) that wrote since the last push */
-	uint64_t writers[8];
-	unsigned nwriters;      /* past 8: any flush publishes */
 	char *req;              /* api/: the request as written */
 	size_t req_len, req_cap;
 	bool req_big;           /* api/: past QUEEN_API_MAX_BODY */

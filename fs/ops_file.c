@@ -351,23 +351,6 @@ op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	handle_put(h);
 }
 
-/* Remember who wrote: only their close publishes (see ops_push.c). */
-static void
-note_writer(struct handle *h, uint64_t owner)
-{
-	pthread_mutex_lock(&fs_lock);
-	for (unsigned i = 0; i < h->nwriters && i < 8; i++) {
-		if (h->writers[i] == owner) {
-			pthread_mutex_unlock(&fs_lock);
-			return;
-		}
-	}
-	if (h->nwriters < 8)
-		h->writers[h->nwriters] = owner;
-	h->nwriters++;
-	pthread_mutex_unlock(&fs_lock);
-}
-
 struct ctl_job {
 	struct job j;
 	struct node *n;
@@ -429,8 +412,8 @@ op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 	if (!h->writable || h->pend) {
 		if (!h->writable)
 			rc = -EBADF;
-		else if ((rc = pend_write(h->pend, buf, size, off, fs_now())) == 0)
-			note_writer(h, fi->lock_owner);
+		else
+			rc = pend_write(h->pend, buf, size, off, fs_now());
 		if (rc == 0)
 			fuse_reply_write(req, size);
 		if (rc < 0)

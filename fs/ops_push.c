@@ -1,16 +1,11 @@
 /*
- * ops_push.c - publishing pending files: a flush (close) after write(2)
- * pushes a message, puts a KV value or schedules a timer, and answers only
- * after the engine's batch committed.  Only the flush of a process that
- * wrote publishes (FUSE gives both the same lock owner): `sh >` closes the
- * descriptor it dup2()ed before anything is written, and a child that
- * inherited the descriptor without writing, such as `sleep` in
- * `{ printf a; sleep 1; printf b; } > f`, closes it mid-file; while in
- * `sh -c 'head > f'` the writer is the child, and its close() must see the
- * error.  What is still unpublished at release (a file created but never
- * written) is published then.  Renaming a dot-file to a plain name in the same
- * directory publishes it too.  Dedup, size limits and every other rule are
- * core's: this file passes bytes and maps errors.
+ * ops_push.c - publishing pending files.  Every close(2) of a descriptor
+ * (FLUSH) with bytes not yet staged checks them against core's limits and
+ * stages them on disk (stage.c), so that close() reports a refusal; the
+ * last close of the open file (RELEASE) publishes the attempt once: a
+ * message, a KV value or a timer.  Renaming a dot-file to a plain name in
+ * the same directory publishes it too.  Dedup, size limits and every other
+ * rule are core's: this file passes bytes and maps errors.
  */
 #include <errno.h>
 #include <stdlib.h>
