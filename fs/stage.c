@@ -217,6 +217,8 @@ parse(char *b, size_t len, char *f[8])
 {
 	char *p = b, *end = b + len;
 
+	for (int i = 0; i < 8; i++)
+		f[i] = end;   /* slurp ends the buffer with a NUL */
 	for (int i = 0; i < 8; i++) {
 		char *z = memchr(p, '\0', (size_t)(end - p));
 		if (!z)
