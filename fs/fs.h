@@ -245,6 +245,7 @@ int pend_write(struct pending *p, const char *buf, size_t size, off_t off,
 int pend_truncate(struct pending *p, off_t size, int64_t now);
 void pend_rename(struct pending *p, const char *name);
 void pend_drop(struct pending *p);
+int pend_refused(struct pending *p);
 size_t pend_list(enum pend_what w, const char *queue, const char *part,
     int64_t now, struct dent **out);
 void pend_sweep(int64_t now);
@@ -343,6 +344,8 @@ void note_sweep(int64_t now);
 void lease_seen(const char *id);
 void lease_acked(const char *id, const char *txid);
 bool lease_known(const char *id, const char *txid);
+int push_write_check(struct pending *pe, size_t end);
+void push_refuse(struct pending *pe, int rc);
 int push_pending(struct queen *q, struct pending *p, const char *txid,
     const char *buf, size_t len, bool excl, char **notify, bool *dup);
 struct msginfo;

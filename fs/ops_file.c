@@ -412,6 +412,11 @@ op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 	if (!h->writable || h->pend) {
 		if (!h->writable)
 			rc = -EBADF;
+		else if ((rc = pend_refused(h->pend)) < 0)
+			;
+		else if (off >= 0 && (rc = push_write_check(h->pend,
+		    (size_t)off + size)) < 0)
+			push_refuse(h->pend, rc);
 		else
 			rc = pend_write(h->pend, buf, size, off, fs_now());
 		if (rc == 0)

@@ -162,8 +162,31 @@ push_job_new(fuse_req_t req, struct pending *pe, const char *txid)
 struct check_job {
 	struct job j;
 	struct pending *pe;
+	size_t len;              /* the size to check: the file's, or more */
 	struct waitbox *wb;
 };
+
+/*
+ * Each queue's max_message_bytes as last asked (fs_lock): write(2) checks
+ * against it and asks again only when a write would pass it, so a limit
+ * raised since is never refused on an old figure.  A slot per queue name
+ * hash; a collision only means one more question.
+ */
+#define LIMIT_SLOTS 64
+static struct {
+	char queue[QUEEN_NAME_MAX + 1];
+	int64_t max;
+} limits[LIMIT_SLOTS];
+
+static unsigned
+limit_slot(const char *queue)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (const unsigned char *c = (const unsigned char *)queue; *c; c++)
+		h = (h ^ *c) * 1099511628211ull;
+	return (unsigned)(h % LIMIT_SLOTS);
+}
 
 struct waitbox {
 	pthread_mutex_t mu;
@@ -181,7 +204,8 @@ check_run(struct job *j, struct queen *q)
 	char why[256];
 
 	pthread_mutex_lock(&fs_lock);
-	len = pe->len;
+	len = pe->len > ((struct check_job *)j)->len ? pe->len :
+	    ((struct check_job *)j)->len;
 	pthread_mutex_unlock(&fs_lock);
 	/* a store that stopped taking writes will not take this one */
 	if (queen_failed(q, why, sizeof(why))) {
@@ -197,6 +221,13 @@ check_run(struct job *j, struct queen *q)
 		fs_log("push %s/%s: %s (%s)", pe->queue, pe->name,
 		    queen_errmsg(q), errname(j->rc));
 		return;
+	}
+	if (strlen(pe->queue) <= QUEEN_NAME_MAX) {
+		unsigned i = limit_slot(pe->queue);
+		pthread_mutex_lock(&fs_lock);
+		strcpy(limits[i].queue, pe->queue);
+		limits[i].max = max;
+		pthread_mutex_unlock(&fs_lock);
 	}
 	if ((int64_t)len > max) {
 		j->rc = -EFBIG;
@@ -219,7 +250,7 @@ check_reply(struct job *j)
 }
 
 static int
-check_limits(struct pending *pe)
+check_limits(struct pending *pe, size_t len)
 {
 	struct waitbox wb = { .mu = PTHREAD_MUTEX_INITIALIZER,
 	    .cv = PTHREAD_COND_INITIALIZER };
@@ -229,6 +260,7 @@ check_limits(struct pending *pe)
 	if (!cj)
 		return -ENOMEM;
 	cj->pe = pe;
+	cj->len = len;
 	cj->wb = &wb;
 	engine_submit(&cj->j);
 	pthread_mutex_lock(&wb.mu);
@@ -238,6 +270,44 @@ check_limits(struct pending *pe)
 	pthread_cond_destroy(&wb.cv);
 	pthread_mutex_destroy(&wb.mu);
 	return wb.rc;
+}
+
+/*
+ * A write that would make the file pass its queue's max_message_bytes is
+ * refused there (EFBIG), not at close.  KV values have no such limit.
+ */
+int
+push_write_check(struct pending *pe, size_t end)
+{
+	unsigned i;
+	bool known, over;
+
+	if (pe->what == PW_KV || pe->name[0] == '.' ||
+	    strlen(pe->queue) > QUEEN_NAME_MAX)
+		return 0;
+	i = limit_slot(pe->queue);
+	pthread_mutex_lock(&fs_lock);
+	known = strcmp(limits[i].queue, pe->queue) == 0;
+	over = known && (int64_t)end > limits[i].max;
+	pthread_mutex_unlock(&fs_lock);
+	if (known && !over)
+		return 0;
+	return check_limits(pe, end);
+}
+
+/* A refusal ends the attempt: nothing of it is published. */
+void
+push_refuse(struct pending *pe, int rc)
+{
+	pthread_mutex_lock(&fs_lock);
+	pe->dead = true;
+	pe->dirty = false;
+	pe->refused = rc;
+	pthread_mutex_unlock(&fs_lock);
+	stage_remove(pe);
+	/* the store answers for the name again */
+	pend_drop(pe);
+	inval_later(pe->dir, pe->name);
 }
 
 /*
@@ -272,19 +342,10 @@ op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	if ((rc = check_limits(pe)) == 0)
+	if ((rc = check_limits(pe, 0)) == 0)
 		rc = stage_save(pe);
-	if (rc < 0) {
-		pthread_mutex_lock(&fs_lock);
-		pe->dead = true;
-		pe->dirty = false;
-		pe->refused = rc;
-		pthread_mutex_unlock(&fs_lock);
-		stage_remove(pe);
-		/* the store answers for the name again */
-		pend_drop(pe);
-		inval_later(pe->dir, pe->name);
-	}
+	if (rc < 0)
+		push_refuse(pe, rc);
 	fuse_reply_err(req, -rc);
 }
 

@@ -260,6 +260,17 @@ pend_rename(struct pending *p, const char *name)
 	pthread_mutex_unlock(&fs_lock);
 }
 
+int
+pend_refused(struct pending *p)
+{
+	int rc;
+
+	pthread_mutex_lock(&fs_lock);
+	rc = p->refused;
+	pthread_mutex_unlock(&fs_lock);
+	return rc;
+}
+
 void
 pend_drop(struct pending *p)
 {

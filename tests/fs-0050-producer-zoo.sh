@@ -265,6 +265,30 @@ except OSError as e:
 	test_path_is_missing "$Q/nod"
 '
 
+test_expect_success 'EFBIG at the write that passes max_message_bytes; nothing pushed' '
+	q_init small &&
+	echo "max_message_bytes = 1000" >"$Q/config" &&
+	python3 - "$Q/over" <<-\EOF >actual &&
+	import errno, os, sys
+	fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+	os.write(fd, b"x" * 600)
+	try:
+	    os.write(fd, b"y" * 600)
+	    print("second write: ok")
+	except OSError as e:
+	    print("second write:", errno.errorcode[e.errno])
+	try:
+	    os.close(fd)
+	    print("close: ok")
+	except OSError as e:
+	    print("close:", errno.errorcode[e.errno])
+	EOF
+	printf "second write: EFBIG\nclose: EFBIG\n" >expect &&
+	test_cmp expect actual &&
+	test_path_is_missing "$Q/partitions/default/over" &&
+	test_is 0 "$(stat_of "$Q/stats" messages)" messages
+'
+
 test_expect_success 'read-your-writes: a push, then a pop at once, 200 times' '
 	q_init ryw &&
 	i=0 && while test $i -lt 200; do
