@@ -335,8 +335,13 @@ op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	pthread_mutex_lock(&fs_lock);
 	rc = pe->refused;
+	/*
+	 * An empty file has no bytes to keep (`sh` closes the descriptor
+	 * it dup2()ed before the command writes): it is checked and
+	 * published at its release.
+	 */
 	need = rc == 0 && !pe->dead && pe->dirty && !pe->staged &&
-	    pe->name[0] != '.';
+	    pe->len > 0 && pe->name[0] != '.';
 	pthread_mutex_unlock(&fs_lock);
 	if (!need) {
 		fuse_reply_err(req, -rc);
