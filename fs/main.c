@@ -196,6 +196,13 @@ init(void *userdata, struct fuse_conn_info *conn)
 	 * items two more WRITE requests, within noise in its rate.
 	 */
 	conn->max_write = 128 * 1024;
+	/*
+	 * RELEASE is a background request: past max_background (12 by
+	 * default) the kernel holds it back, and the publish it carries
+	 * would come after a reader the closer's parent starts next.
+	 */
+	conn->max_background = 1024;
+	conn->congestion_threshold = 768;
 }
 
 static const struct fuse_lowlevel_ops ops = {
