@@ -664,6 +664,7 @@ engine_main(void *arg)
 		if (now - E.last_tick >= TICK_MS) {
 			E.last_tick = now;
 			maintain();
+			stage_replay(E.q);
 			pend_sweep(now);
 			note_sweep(now);
 		}

@@ -100,6 +100,10 @@ struct pending {
 	int64_t due_at;     /* timers: when to fire (0: the queue's delay) */
 	int64_t ttl_ms;     /* kv: from user.queen.ttl before the put */
 	fuse_ino_t dir;     /* the directory it was made in */
+	char *stage;        /* its spool file (stage.c), or NULL */
+	bool staged;        /* the spool file holds the bytes as they are */
+	bool dead;          /* unlinked, or a close() refused it: never pushed */
+	int refused;        /* the refusal close() reported (negative errno) */
 };
 
 struct node {
@@ -146,9 +150,6 @@ struct handle {
 	struct dent *dents;     /* directory snapshot */
 	size_t ndents;
 	bool writable;
-	/* lock owners (processes) that wrote since the last push */
-	uint64_t writers[8];
-	unsigned nwriters;      /* past 8: any flush publishes */
 	char *req;              /* api/: the request as written */
 	size_t req_len, req_cap;
 	int req_fd;             /* api/: past API_MEM_MAX, spooled here (+1) */
@@ -229,6 +230,8 @@ int parse_args(int argc, char **argv, struct opts *o);
 /* store.c: the store's absolute path (creating its dir), and opening it */
 int db_path(const char *given, char *out, size_t len);
 int open_store(const char *path, enum queen_sync sync, struct queen **q);
+/* the spool of staged attempts (stage.c) for this store and mountpoint */
+int spool_open(const char *db, const char *mnt, enum queen_sync sync);
 
 /* engine.c */
 int engine_start(struct queen *q);
@@ -305,11 +308,19 @@ int pend_write(struct pending *p, const char *buf, size_t size, off_t off,
 int pend_truncate(struct pending *p, off_t size, int64_t now);
 void pend_rename(struct pending *p, const char *name);
 void pend_drop(struct pending *p);
+int pend_refused(struct pending *p);
 size_t pend_list(enum pend_what w, const char *queue, const char *part,
     int64_t now, struct dent **out);
 void pend_sweep(int64_t now);
 char *pend_snapshot(struct pending *p, size_t *len);
 int64_t fs_now(void);
+
+/* stage.c */
+int stage_open(const char *dir, bool full);
+int stage_save(struct pending *p);
+void stage_remove(struct pending *p);
+void stage_keep(struct pending *p);
+void stage_replay(struct queen *q);
 
 /* text.c: generated file contents, rendered inside a job */
 int text_readme(char **out, size_t *len);
@@ -410,6 +421,10 @@ void lease_seen(const char *id, int64_t first);
 int64_t lease_first(const char *id);
 void lease_acked(const char *id, const char *txid);
 bool lease_known(const char *id, const char *txid);
+int push_write_check(struct pending *pe, size_t end);
+void push_refuse(struct pending *pe, int rc);
+int push_pending(struct queen *q, struct pending *p, const char *txid,
+    const char *buf, size_t len, bool excl, char **notify, bool *dup);
 struct msginfo;
 int msg_info(struct queen *q, struct node *n, bool want_payload,
     struct msginfo *mi);

@@ -29,6 +29,13 @@ init(void *userdata, struct fuse_conn_info *conn)
 	 * items two more WRITE requests, within noise in its rate.
 	 */
 	conn->max_write = 128 * 1024;
+	/*
+	 * RELEASE is a background request: past max_background (12 by
+	 * default) the kernel holds it back, and the publish it carries
+	 * would come after a reader the closer's parent starts next.
+	 */
+	conn->max_background = 1024;
+	conn->congestion_threshold = 768;
 }
 
 static const struct fuse_lowlevel_ops ops = {
@@ -209,6 +216,13 @@ main(int argc, char **argv)
 		    "modes the mount shows");
 	if (open_store(db, sync, &q) < 0)
 		goto out_unmount;
+	if ((rc = spool_open(db, o.mountpoint, sync)) < 0) {
+		fs_log("spool: %s", strerror(-rc));
+		queen_close(q);
+		goto out_unmount;
+	}
+	/* what the last run confirmed and did not publish, before serving */
+	stage_replay(q);
 	if ((rc = engine_start(q)) < 0) {
 		fs_log("engine: %s", strerror(-rc));
 		queen_close(q);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "fs.h"
 
@@ -47,6 +48,10 @@ alive(const struct pending *p, int64_t now)
 static void
 pend_free(struct pending *p)
 {
+	/* a spool file left here is an attempt nobody will publish */
+	if (p->stage)
+		unlink(p->stage);
+	free(p->stage);
 	free(p->queue);
 	free(p->part);
 	free(p->name);
@@ -205,7 +210,7 @@ pend_write(struct pending *p, const char *buf, size_t size, off_t off,
 		if (end > p->len)
 			p->len = end;
 		p->dirty = p->written = true;
-		p->pushed = false;
+		p->staged = p->pushed = false;
 		p->mtime = now;
 	}
 	pthread_mutex_unlock(&fs_lock);
@@ -225,7 +230,7 @@ pend_truncate(struct pending *p, off_t size, int64_t now)
 			memset(p->buf + p->len, 0, (size_t)size - p->len);
 		p->len = (size_t)size;
 		p->dirty = true;
-		p->pushed = false;
+		p->staged = p->pushed = false;
 		p->mtime = now;
 	}
 	pthread_mutex_unlock(&fs_lock);
@@ -243,6 +248,17 @@ pend_rename(struct pending *p, const char *name)
 	free(p->name);
 	p->name = s;
 	pthread_mutex_unlock(&fs_lock);
+}
+
+int
+pend_refused(struct pending *p)
+{
+	int rc;
+
+	pthread_mutex_lock(&fs_lock);
+	rc = p->refused;
+	pthread_mutex_unlock(&fs_lock);
+	return rc;
 }
 
 void

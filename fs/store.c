@@ -137,3 +137,35 @@ open_store(const char *path, enum queen_sync sync, struct queen **q)
 	    sizeof(shown)), hint, why[0] ? why : strerror(-rc));
 	return rc;
 }
+
+/*
+ * Staged attempts (stage.c) live beside the database, or for a shared
+ * store in the user's data directory, one spool per mountpoint.
+ */
+int
+spool_open(const char *db, const char *mnt, enum queen_sync sync)
+{
+	char dir[PATH_MAX + 64], base[PATH_MAX];
+	const char *xdg = getenv("XDG_DATA_HOME"), *home = getenv("HOME");
+	uint64_t h = 1469598103934665603ull;
+	int rc;
+
+	if (!queen_path_is_pg(db)) {
+		if (snprintf(dir, sizeof(dir), "%s.spool", db) >=
+		    (int)sizeof(dir))
+			return -ENAMETOOLONG;
+		return stage_open(dir, sync == QUEEN_SYNC_FULL);
+	}
+	for (const unsigned char *c = (const unsigned char *)mnt; *c; c++)
+		h = (h ^ *c) * 1099511628211ull;
+	if (xdg && *xdg)
+		snprintf(base, sizeof(base), "%s/queenfs", xdg);
+	else
+		snprintf(base, sizeof(base), "%s/.local/share/queenfs",
+		    home ? home : "/tmp");
+	if ((rc = mkdirs(base)) < 0)
+		return rc;
+	snprintf(dir, sizeof(dir), "%s/spool-%016llx", base,
+	    (unsigned long long)h);
+	return stage_open(dir, sync == QUEEN_SYNC_FULL);
+}
