@@ -256,6 +256,11 @@ int http_start(const struct http_opts *o);
 void http_quiesce(void);
 void http_stop(void);
 
+/* order.c: requests run after the RELEASEs read before them */
+int order_start(struct fuse_session *se);
+void order_release_done(void);
+void order_test_delay(void);
+
 /* node.c */
 extern pthread_mutex_t fs_lock;
 void node_init(void);

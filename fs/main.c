@@ -205,6 +205,10 @@ main(int argc, char **argv)
 		goto out_session;
 	if (fuse_session_mount(se, o.mountpoint) != 0)
 		goto out_signals;
+	if (order_start(se) != 0) {
+		fs_log("cannot read /dev/fuse through order.c");
+		goto out_unmount;
+	}
 	if (fuse_daemonize(o.foreground) != 0)
 		goto out_unmount;
 	if (!o.foreground) {

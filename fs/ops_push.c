@@ -447,8 +447,8 @@ release_reply(struct job *j)
 	fuse_reply_err(j->req, 0);
 }
 
-void
-op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+static void
+release(fuse_req_t req, struct fuse_file_info *fi)
 {
 	struct handle *h = (struct handle *)(uintptr_t)fi->fh;
 	struct release_job *rj;
@@ -472,4 +472,13 @@ op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	rj->h = h;
 	engine_submit(&rj->j);
+}
+
+/* A RELEASE's publish is submitted before any later request runs (order.c). */
+void
+op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	order_test_delay();
+	release(req, fi);
+	order_release_done();
 }
