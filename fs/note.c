@@ -40,7 +40,17 @@ note_set(const char *lease, const char *txid, const char *error, int64_t now)
 		return;
 	pthread_mutex_lock(&fs_lock);
 	pp = note_find(lease, txid);
-	if ((n = *pp) == NULL && (n = calloc(1, sizeof(*n))) != NULL) {
+	if ((n = *pp) == NULL && nnotes >= NOTE_MAX) {
+		/* the newest are first: forget the oldest, whatever it said */
+		struct note **last = &notes;
+
+		while ((*last)->next)
+			last = &(*last)->next;
+		note_free(*last);
+		*last = NULL;
+		nnotes--;
+	}
+	if (n == NULL && (n = calloc(1, sizeof(*n))) != NULL) {
 		n->lease = strdup(lease);
 		n->txid = strdup(txid);
 		if (!n->lease || !n->txid) {
@@ -52,16 +62,6 @@ note_set(const char *lease, const char *txid, const char *error, int64_t now)
 			notes = n;
 			nnotes++;
 		}
-	}
-	if (n && nnotes > NOTE_MAX) {
-		/* the newest are first: forget the oldest, whatever it said */
-		struct note **last = &notes;
-
-		while ((*last)->next)
-			last = &(*last)->next;
-		note_free(*last);
-		*last = NULL;
-		nnotes--;
 	}
 	if (n) {
 		free(n->error);
