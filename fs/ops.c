@@ -114,6 +114,19 @@ reply_attr(fuse_req_t req, struct node *n)
 	fuse_reply_attr(req, &st, timeout_of(n));
 }
 
+void
+reply_slice(fuse_req_t req, const char *text, size_t len, size_t size,
+    off_t off)
+{
+	if (off < 0 || (size_t)off >= len) {
+		fuse_reply_buf(req, NULL, 0);
+		return;
+	}
+	if (size > len - (size_t)off)
+		size = len - (size_t)off;
+	fuse_reply_buf(req, text + off, size);
+}
+
 struct handle *
 handle_new(struct node *n)
 {

@@ -1,29 +1,19 @@
 /*
- * pending.c - the layer's memory: files being written before their push
- * (staging buffers, pwrite semantics), error notes attached to leased
- * messages with setxattr before the rename that acks them, and the lease
- * ids this mount handed out or released.  All outlive the kernel's nodes,
- * so they are keyed by names, not inodes.  Everything here runs under
- * fs_lock; nothing here calls the engine.
+ * pending.c - files being written before their push (staging buffers,
+ * pwrite semantics), and fs_now.  Error notes are note.c's, the lease
+ * registry lease.c's.  Pending files outlive the kernel's nodes, so they
+ * are keyed by names, not inodes.  Everything here runs under fs_lock;
+ * nothing here calls the engine.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "fs.h"
 
 static struct pending *pends;
-
-struct note {
-	struct note *next;
-	char *lease, *txid, *error;
-	int64_t at;
-};
-
-static struct note *notes;
-static unsigned nnotes;
-static void note_free(struct note *n);
 
 int64_t
 fs_now(void)
@@ -58,6 +48,10 @@ alive(const struct pending *p, int64_t now)
 static void
 pend_free(struct pending *p)
 {
+	/* a spool file left here is an attempt nobody will publish */
+	if (p->stage)
+		unlink(p->stage);
+	free(p->stage);
 	free(p->queue);
 	free(p->part);
 	free(p->name);
@@ -216,7 +210,7 @@ pend_write(struct pending *p, const char *buf, size_t size, off_t off,
 		if (end > p->len)
 			p->len = end;
 		p->dirty = p->written = true;
-		p->pushed = false;
+		p->staged = p->pushed = false;
 		p->mtime = now;
 	}
 	pthread_mutex_unlock(&fs_lock);
@@ -236,7 +230,7 @@ pend_truncate(struct pending *p, off_t size, int64_t now)
 			memset(p->buf + p->len, 0, (size_t)size - p->len);
 		p->len = (size_t)size;
 		p->dirty = true;
-		p->pushed = false;
+		p->staged = p->pushed = false;
 		p->mtime = now;
 	}
 	pthread_mutex_unlock(&fs_lock);
@@ -254,6 +248,17 @@ pend_rename(struct pending *p, const char *name)
 	free(p->name);
 	p->name = s;
 	pthread_mutex_unlock(&fs_lock);
+}
+
+int
+pend_refused(struct pending *p)
+{
+	int rc;
+
+	pthread_mutex_lock(&fs_lock);
+	rc = p->refused;
+	pthread_mutex_unlock(&fs_lock);
+	return rc;
 }
 
 void
@@ -321,250 +326,4 @@ pend_sweep(int64_t now)
 		}
 	}
 	pthread_mutex_unlock(&fs_lock);
-}
-
-static struct note **
-note_find(const char *lease, const char *txid)
-{
-	struct note **pp;
-
-	for (pp = &notes; *pp; pp = &(*pp)->next)
-		if (strcmp((*pp)->lease, lease) == 0 &&
-		    strcmp((*pp)->txid, txid) == 0)
-			break;
-	return pp;
-}
-
-void
-note_set(const char *lease, const char *txid, const char *error, int64_t now)
-{
-	struct note **pp, *n;
-	char *e = strdup(error);
-
-	if (!e)
-		return;
-	pthread_mutex_lock(&fs_lock);
-	pp = note_find(lease, txid);
-	if ((n = *pp) == NULL && (n = calloc(1, sizeof(*n))) != NULL) {
-		n->lease = strdup(lease);
-		n->txid = strdup(txid);
-		if (!n->lease || !n->txid) {
-			/* note_find compares both: never list a NULL */
-			note_free(n);
-			n = NULL;
-		} else {
-			n->next = notes;
-			notes = n;
-			nnotes++;
-		}
-	}
-	if (n && nnotes > NOTE_MAX) {
-		/* the newest are first: forget the oldest, whatever it said */
-		struct note **last = &notes;
-
-		while ((*last)->next)
-			last = &(*last)->next;
-		note_free(*last);
-		*last = NULL;
-		nnotes--;
-	}
-	if (n) {
-		free(n->error);
-		n->error = e;
-		n->at = now;
-	} else {
-		free(e);
-	}
-	pthread_mutex_unlock(&fs_lock);
-}
-
-static void
-note_free(struct note *n)
-{
-	free(n->lease);
-	free(n->txid);
-	free(n->error);
-	free(n);
-}
-
-char *
-note_take(const char *lease, const char *txid)
-{
-	struct note **pp, *n;
-	char *e = NULL;
-
-	pthread_mutex_lock(&fs_lock);
-	pp = note_find(lease, txid);
-	if ((n = *pp) != NULL) {
-		*pp = n->next;
-		e = n->error;
-		n->error = NULL;
-		note_free(n);
-		nnotes--;
-	}
-	pthread_mutex_unlock(&fs_lock);
-	return e;
-}
-
-char *
-note_get(const char *lease, const char *txid)
-{
-	struct note *n;
-	char *e = NULL;
-
-	pthread_mutex_lock(&fs_lock);
-	if ((n = *note_find(lease, txid)) != NULL && n->error)
-		e = strdup(n->error);
-	pthread_mutex_unlock(&fs_lock);
-	return e;
-}
-
-/* Notes outlive no lease: a day is longer than any sane lease_time. */
-void
-note_sweep(int64_t now)
-{
-	pthread_mutex_lock(&fs_lock);
-	for (struct note **pp = &notes; *pp;) {
-		struct note *n = *pp;
-		if (now - n->at > 86400 * 1000) {
-			*pp = n->next;
-			note_free(n);
-			nnotes--;
-		} else {
-			pp = &n->next;
-		}
-	}
-	pthread_mutex_unlock(&fs_lock);
-}
-
-/*
- * Lease ids handed out here, and what acks here took from them: a dead
- * lease keeps resolving (so an ack through it fails with ESTALE in rename
- * rather than ENOENT at lookup), except the messages already acked through
- * it and a lease acked whole.  Unknown ids never resolve.  A ring: the
- * oldest are forgotten.  Found through a hash of the id (chains of ring
- * slots, slot + 1 so that 0 ends one): a pop, the lookups of a leased
- * file and its ack each ask, and ids of one second share their first
- * dozen characters, so a walk of the ring cost 5% of a cycle.
- */
-#define LEASE_RING 4096
-#define LEASE_BUCKETS 8192
-#define LEASE_ACKED 8
-
-static struct {
-	char id[QUEEN_ID_LEN + 1];
-	int64_t first;          /* its first offset as first seen; 0: unknown */
-	bool whole;
-	unsigned next;          /* the next slot + 1 in its chain; 0: none */
-	char *acked[LEASE_ACKED];
-} leases[LEASE_RING];
-static unsigned lease_at;
-static unsigned lease_chain[LEASE_BUCKETS];   /* slot + 1; 0: empty */
-
-static unsigned
-lease_hash(const char *id)
-{
-	uint64_t h = 1469598103934665603ull;
-
-	for (const unsigned char *p = (const unsigned char *)id; *p; p++)
-		h = (h ^ *p) * 1099511628211ull;
-	return (unsigned)(h ^ h >> 32) % LEASE_BUCKETS;
-}
-
-static int
-lease_slot(const char *id)
-{
-	for (unsigned i = lease_chain[lease_hash(id)]; i; i = leases[i - 1].next)
-		if (strcmp(leases[i - 1].id, id) == 0)
-			return (int)i - 1;
-	return -1;
-}
-
-/* Take slot i out of its chain (it holds an id). */
-static void
-lease_unchain(unsigned i)
-{
-	unsigned *pp = &lease_chain[lease_hash(leases[i].id)];
-
-	while (*pp && *pp != i + 1)
-		pp = &leases[*pp - 1].next;
-	if (*pp)
-		*pp = leases[i].next;
-	leases[i].next = 0;
-}
-
-void
-lease_seen(const char *id, int64_t first)
-{
-	unsigned i, *head;
-	int at;
-
-	pthread_mutex_lock(&fs_lock);
-	if ((at = lease_slot(id)) >= 0) {
-		if (first > 0 && (!leases[at].first || first < leases[at].first))
-			leases[at].first = first;
-	} else if (strlen(id) <= QUEEN_ID_LEN) {
-		i = lease_at;
-		for (int k = 0; k < LEASE_ACKED; k++) {
-			free(leases[i].acked[k]);
-			leases[i].acked[k] = NULL;
-		}
-		if (leases[i].id[0])
-			lease_unchain(i);
-		strcpy(leases[i].id, id);
-		leases[i].first = first > 0 ? first : 0;
-		leases[i].whole = false;
-		head = &lease_chain[lease_hash(id)];
-		leases[i].next = *head;
-		*head = i + 1;
-		lease_at = (lease_at + 1) % LEASE_RING;
-	}
-	pthread_mutex_unlock(&fs_lock);
-}
-
-void
-lease_acked(const char *id, const char *txid)
-{
-	int i;
-
-	pthread_mutex_lock(&fs_lock);
-	if ((i = lease_slot(id)) >= 0 && !txid) {
-		leases[i].whole = true;
-	} else if (i >= 0) {
-		int k = 0;
-		while (k < LEASE_ACKED - 1 && leases[i].acked[k])
-			k++;
-		free(leases[i].acked[k]);
-		leases[i].acked[k] = strdup(txid);
-	}
-	pthread_mutex_unlock(&fs_lock);
-}
-
-/* The first offset of lease id as this mount saw it handed out (0: not). */
-int64_t
-lease_first(const char *id)
-{
-	int64_t first = 0;
-	int i;
-
-	pthread_mutex_lock(&fs_lock);
-	if ((i = lease_slot(id)) >= 0)
-		first = leases[i].first;
-	pthread_mutex_unlock(&fs_lock);
-	return first;
-}
-
-bool
-lease_known(const char *id, const char *txid)
-{
-	int i;
-	bool known;
-
-	pthread_mutex_lock(&fs_lock);
-	known = (i = lease_slot(id)) >= 0 && !leases[i].whole;
-	for (int k = 0; known && txid && k < LEASE_ACKED; k++)
-		if (leases[i].acked[k] && strcmp(leases[i].acked[k], txid) == 0)
-			known = false;
-	pthread_mutex_unlock(&fs_lock);
-	return known;
 }

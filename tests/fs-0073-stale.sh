@@ -1,10 +1,10 @@
 #!/bin/sh
 # fs-0073-stale: after kill -9 the mount stays and answers ENOTCONN;
-# tools/unstale-mount.sh (run by `make run`) unmounts it, and touches
+# fs/unstale-mount.sh (run by `make run`) unmounts it, and touches
 # nothing else: a live mount, a path that is not mounted.
 . "$(dirname "$0")/lib.sh"
 mount_queenfs
-UNSTALE="$TEST_DIRECTORY/../tools/unstale-mount.sh"
+UNSTALE="$TEST_DIRECTORY/../fs/unstale-mount.sh"
 # cleanup_ unmounts $TRASH/st should a case fail with it still mounted
 EXTRA_MOUNTS="$EXTRA_MOUNTS st"
 mkdir -p "$TRASH/.extra"
@@ -38,7 +38,7 @@ test_expect_success 'the stale mount is unmounted, and says so in one line' '
 
 test_expect_success 'make run calls it before mkdir -p' '
 	grep -A3 "^run:" "$TEST_DIRECTORY/../Makefile" >run &&
-	grep -q "tools/unstale-mount.sh \$(MNT)" run
+	grep -q "fs/unstale-mount.sh \$(MNT)" run
 '
 
 test_done

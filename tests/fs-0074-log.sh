@@ -1,5 +1,5 @@
 #!/bin/sh
-# fs-0072-log: where the daemon's log goes.  --log FILE (and -o log=),
+# fs-0074-log: where the daemon's log goes.  --log FILE (and -o log=),
 # --log-level (and -o log_level=) drop what is below the level; without -f
 # and without a syslog socket the daemon says on stderr which file it logs
 # to, and logs there.
