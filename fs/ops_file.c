@@ -414,8 +414,9 @@ op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		else if (off >= 0 && (rc = push_write_check(h->pend,
 		    (size_t)off + size)) < 0)
 			push_refuse(h->pend, rc);
-		else
-			rc = pend_write(h->pend, buf, size, off, fs_now());
+		else if ((rc = pend_write(h->pend, buf, size, off,
+		    fs_now())) < 0)
+			push_refuse(h->pend, rc);  /* never a message with a hole */
 		if (rc == 0)
 			fuse_reply_write(req, size);
 		if (rc < 0)

@@ -362,6 +362,8 @@ pend_truncate(struct pending *p, off_t size, int64_t now)
 	if (size < 0 || (uint64_t)size > PENDING_MAX)
 		return -EFBIG;
 	pthread_mutex_lock(&fs_lock);
+	if (size == 0 && p->spill)
+		drop_bytes(p);  /* back to the heap, no copy to make */
 	if ((rc = room(p, (size_t)size)) == 0 && p->spill) {
 		if (ftruncate(p->spill - 1, size) < 0)
 			rc = spill_errno(p, "truncating the spill file of",

@@ -8,6 +8,10 @@
 # with its square (a lookup, its xattrs and its open read one row each).
 # An api/ request past 256 KiB is kept in an unlinked spool file, not the
 # heap, and the daemon's RSS goes back near idle once it has run.  The daemon's RSS after such listings stays bounded.
+# An open file's bytes past 64 KiB (or past 4 MiB of such buffers in all)
+# are held in an unlinked spool file: files held open do not grow the
+# daemon's RSS, every byte is published, and a spill that cannot be made
+# fails the write (and the close) with ENOSPC and a log line.
 . "$(dirname "$0")/lib.sh"
 mount_queenfs
 export MNT
@@ -144,7 +148,18 @@ assert b == b\"a\" * 500 + bytes(69500) + b\"end\", len(b)
 "
 '
 
-test_expect_success 'a spill that cannot be made: ENOSPC at the write, the reason in the log, nothing published' '
+test_expect_success 'a spilled file written by several children of one open file: every close stages it, one message of every byte' '
+	mkdir "$MNT/queues/kids" &&
+	head -c 300000 /dev/urandom >a &&
+	head -c 500000 /dev/urandom >b &&
+	head -c 70000 /dev/urandom >c &&
+	( cat a; cat b; ( cat c ) ) >"$MNT/queues/kids/x" &&
+	cat a b c >want &&
+	cmp want "$MNT/queues/kids/partitions/default/x" &&
+	wait_until 30 "test \$(spill_fds) = 0"
+'
+
+test_expect_success 'a spill that cannot be made: ENOSPC at the write and the close, the reason in the log, nothing published' '
 	mkdir "$MNT/queues/nospill" &&
 	low=$(ls "/proc/$DAEMON_PID/fd" | sort -n | awk "BEGIN { n = 0 } \$1 == n { n++ } END { print n }") &&
 	diag "the lowest free descriptor of the daemon: $low" &&
@@ -161,11 +176,14 @@ test_expect_success 'a spill that cannot be made: ENOSPC at the write, the reaso
 	    print("wrote")
 	except OSError as e:
 	    print(errno.errorcode[e.errno])
-	os.unlink(p)
-	os.close(fd)
+	try:
+	    os.close(fd)
+	    print("closed")
+	except OSError as e:
+	    print(errno.errorcode[e.errno])
 	PYEOF
 	prlimit --pid "$DAEMON_PID" --nofile="$soft:$hard" &&
-	test_is ENOSPC "$(cat out)" "the write past 64 KiB" &&
+	test_is "ENOSPC ENOSPC" "$(echo $(cat out))" "the write past 64 KiB, the close" &&
 	grep -q "cannot spill nospill/big in .*: Too many open files" "$DAEMON_LOG" &&
 	test_is 0 "$(stat_of "$MNT/queues/nospill/stats" messages)" messages
 '
