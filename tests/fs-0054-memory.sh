@@ -27,7 +27,7 @@ sys_stat () {
 }
 
 # RSS says nothing under a sanitizer (shadow memory, quarantined frees)
-grep -qa __asan_init "$QUEENFS" || test_set_prereq RSS
+grep -qa -e __asan_init -e __tsan_init "$QUEENFS" || test_set_prereq RSS
 
 rss_kib () {
 	awk -v k="$1:" '$1 == k { print $2 }' "/proc/$DAEMON_PID/status"
