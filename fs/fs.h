@@ -30,8 +30,13 @@
 #define NOTE_MAX 2048
 #define NOTE_ERROR_MAX 4096
 #define STAGING_STALE_MS (3600 * 1000)
-/* The largest file the layer will hold in memory before its push. */
+/* The largest file the layer will hold before its push. */
 #define PENDING_MAX (256u << 20)
+/* An attempt's bytes stay in the heap up to PEND_MEM_ONE, while all of
+ * them together stay under PEND_MEM_ALL; past either, an unlinked file of
+ * the spool dir holds them (pending.c). */
+#define PEND_MEM_ONE (64u << 10)
+#define PEND_MEM_ALL (4u << 20)
 
 /* Every kind of node; the namespace tables in node.c map names to these. */
 enum kind {
@@ -90,8 +95,11 @@ struct pending {
 	char *queue;        /* queue, or KV namespace */
 	char *part;         /* partition dir, or NULL for the queue dir */
 	char *name;
-	char *buf;
+	char *buf;          /* the bytes while small, or NULL */
 	size_t len, cap;
+	int spill;          /* or an unlinked file of fs.spool holds them (+1) */
+	unsigned spill_gen; /* which file that is (one more for each new one) */
+	unsigned spill_maps;/* snapshots mapping it: a write goes to a copy */
 	unsigned refs;      /* nodes and open handles */
 	bool dirty;         /* created, truncated or written since the push */
 	bool written;       /* write(2) since the last push: flush pushes */
@@ -323,7 +331,10 @@ int pend_refused(struct pending *p);
 size_t pend_list(enum pend_what w, const char *queue, const char *part,
     int64_t now, struct dent **out);
 void pend_sweep(int64_t now);
-char *pend_snapshot(struct pending *p, size_t *len);
+char *pend_snapshot(struct pending *p, size_t *len, unsigned *gen);
+void pend_unsnap(struct pending *p, char *b, size_t len, unsigned gen);
+bool pend_held(const struct pending *p);
+ssize_t pend_read(struct pending *p, char *buf, size_t size, off_t off);
 int64_t fs_now(void);
 
 /* stage.c */

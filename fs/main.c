@@ -11,10 +11,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "fs.h"
+
+/* Every open file past 64 KiB holds a spill file (pending.c): as many
+ * descriptors as the hard limit allows. */
+static void
+raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
 
 static void
 init(void *userdata, struct fuse_conn_info *conn)
@@ -141,6 +155,7 @@ main(int argc, char **argv)
 	mallopt(M_ARENA_MAX, 1);
 	mallopt(M_MMAP_THRESHOLD, 4 * 1024 * 1024);
 	mallopt(M_TRIM_THRESHOLD, 4 * 1024 * 1024);
+	raise_nofile();
 	memset(&o, 0, sizeof(o));
 	if (parse_args(argc, argv, &o) < 0) {
 		usage(stderr);

@@ -211,7 +211,7 @@ op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 			rc = open_pending(n, h, fi->flags);
 		if (n->kind == K_PENDING) {
 			pthread_mutex_lock(&fs_lock);
-			if (!h->pend && n->pend->buf) {
+			if (!h->pend && pend_held(n->pend)) {
 				h->pend = n->pend;
 				h->pend->refs++;
 			}
@@ -378,9 +378,14 @@ op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return;
 	}
 	if (h->pend) {
-		pthread_mutex_lock(&fs_lock);
-		reply_slice(req, h->pend->buf, h->pend->len, size, off);
-		pthread_mutex_unlock(&fs_lock);
+		char *b = malloc(size ? size : 1);
+		ssize_t got = b ? pend_read(h->pend, b, size, off) : -ENOMEM;
+
+		if (got < 0)
+			fuse_reply_err(req, (int)-got);
+		else
+			fuse_reply_buf(req, b, (size_t)got);
+		free(b);
 	} else {
 		reply_slice(req, h->text, h->len, size, off);
 	}
@@ -412,8 +417,9 @@ op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		else if (off >= 0 && (rc = push_write_check(h->pend,
 		    (size_t)off + size)) < 0)
 			push_refuse(h->pend, rc);
-		else
-			rc = pend_write(h->pend, buf, size, off, fs_now());
+		else if ((rc = pend_write(h->pend, buf, size, off,
+		    fs_now())) < 0)
+			push_refuse(h->pend, rc);  /* never a message with a hole */
 		if (rc == 0)
 			fuse_reply_write(req, size);
 		if (rc < 0)

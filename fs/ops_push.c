@@ -8,6 +8,7 @@
  * rule are core's: this file passes bytes and maps errors.
  */
 #include <errno.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,8 +19,9 @@ struct push_job {
 	struct pending *pe;
 	struct node *parent;     /* rename: the directory */
 	char *txid, *oldname;    /* rename: the new and the staged names */
-	char *buf;
+	char *buf;               /* pend_snapshot's */
 	size_t len;
+	unsigned gen;
 	bool excl, dup;
 	struct handle *h;        /* release: freed after the push */
 };
@@ -116,10 +118,13 @@ push_done(struct push_job *pj)
 		inval_later(pj->parent ? pj->parent->ino : pe->dir, pe->name);
 	}
 	fuse_reply_err(pj->j.req, -pj->j.rc);
+	pend_unsnap(pe, pj->buf, pj->len, pj->gen);
 	pend_put(pe);
-	free(pj->buf);
 	free(pj->txid);
 	free(pj->oldname);
+	/* the engine's copies of a big message go back to the system */
+	if (pj->len > PEND_MEM_ONE)
+		malloc_trim(0);
 }
 
 static void
@@ -139,10 +144,11 @@ push_job_new(fuse_req_t req, struct pending *pe, const char *txid)
 	pj->j.write = true;
 	pj->pe = pe;
 	pj->txid = strdup(txid);
-	pj->buf = pend_snapshot(pe, &pj->len);
+	pj->buf = pend_snapshot(pe, &pj->len, &pj->gen);
 	if (!pj->txid || !pj->buf) {
 		free(pj->txid);
-		free(pj->buf);
+		if (pj->buf)
+			pend_unsnap(pe, pj->buf, pj->len, pj->gen);
 		free(pj);
 		return NULL;
 	}
@@ -369,7 +375,7 @@ push_rename(fuse_req_t req, struct node *dir, struct pending *pe,
 	pend_put(pe);  /* the caller's reference; the job holds its own */
 	if (!pj || !(pj->oldname = strdup(oldname))) {
 		if (pj) {
-			free(pj->buf);
+			pend_unsnap(pj->pe, pj->buf, pj->len, pj->gen);
 			free(pj->txid);
 			pend_put(pj->pe);
 			free(pj);

@@ -4,16 +4,28 @@
  * registry lease.c's.  Pending files outlive the kernel's nodes, so they
  * are keyed by names, not inodes.  Everything here runs under fs_lock;
  * nothing here calls the engine.
+ *
+ * An attempt's bytes are in the heap while it is at most PEND_MEM_ONE and
+ * all attempts' buffers together stay under PEND_MEM_ALL; past either
+ * bound they move to an unlinked file of the spool dir for good, and
+ * writes, truncates and reads go to that file.  A snapshot of a spilled
+ * attempt is a read-only mapping of the file; a write while one is mapped
+ * moves the attempt to a copy first, so that a mapping never changes or
+ * shrinks under its reader.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "fs.h"
 
 static struct pending *pends;
+static size_t mem_total;  /* the heap buffers of all attempts */
 
 int64_t
 fs_now(void)
@@ -45,6 +57,21 @@ alive(const struct pending *p, int64_t now)
 	return is_staging(p) && now - p->mtime < STAGING_STALE_MS;
 }
 
+/* The attempt's bytes go (its size stays).  fs_lock held, or p unshared. */
+static void
+drop_bytes(struct pending *p)
+{
+	if (p->cap)
+		mem_total -= p->cap;
+	free(p->buf);
+	p->buf = NULL;
+	p->cap = 0;
+	if (p->spill)
+		close(p->spill - 1);
+	p->spill = 0;
+	p->spill_maps = 0;
+}
+
 static void
 pend_free(struct pending *p)
 {
@@ -55,7 +82,7 @@ pend_free(struct pending *p)
 	free(p->queue);
 	free(p->part);
 	free(p->name);
-	free(p->buf);
+	drop_bytes(p);
 	free(p);
 }
 
@@ -158,9 +185,7 @@ pend_put(struct pending *p)
 	if (p->refs == 2 && p->pushed && !is_staging(p) && !in_table(p)) {
 		/* published, and only its node is left: the store has the
 		 * bytes now (reads go there), the size stays for stat */
-		free(p->buf);
-		p->buf = NULL;
-		p->cap = 0;
+		drop_bytes(p);
 	}
 	if (--p->refs == 0) {
 		bool listed = in_table(p);
@@ -173,20 +198,126 @@ pend_put(struct pending *p)
 	pthread_mutex_unlock(&fs_lock);
 }
 
+/* A failure to hold the bytes on disk, as write(2) answers it. */
 static int
-grow(struct pending *p, size_t need)
+spill_errno(struct pending *p, const char *what, int err)
+{
+	fs_log("%s %s%s%s/%s in %s: %s", what, p->queue,
+	    p->part ? "/partitions/" : "", p->part ? p->part : "", p->name,
+	    fs.spool, strerror(err));
+	return err == EDQUOT || err == EIO || err == EFBIG ? -err : -ENOSPC;
+}
+
+static int
+write_at(int fd, const char *buf, size_t size, off_t off)
+{
+	for (size_t at = 0; at < size;) {
+		ssize_t w = pwrite(fd, buf + at, size - at, off + (off_t)at);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -errno;
+		if (w == 0)
+			return -ENOSPC;
+		at += (size_t)w;
+	}
+	return 0;
+}
+
+static ssize_t
+read_at(int fd, char *buf, size_t size, off_t off)
+{
+	size_t at = 0;
+
+	while (at < size) {
+		ssize_t r = pread(fd, buf + at, size - at, off + (off_t)at);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == 0)
+			break;
+		at += (size_t)r;
+	}
+	return (ssize_t)at;
+}
+
+/* A copy of len bytes of the file from into the file to. */
+static int
+copy_fd(int from, int to, size_t len)
+{
+	char *b = malloc(PEND_MEM_ONE);
+	int rc = 0;
+
+	if (!b)
+		return -ENOMEM;
+	for (size_t at = 0; rc == 0 && at < len;) {
+		size_t n = len - at < PEND_MEM_ONE ? len - at : PEND_MEM_ONE;
+		ssize_t r = read_at(from, b, n, (off_t)at);
+
+		if (r < 0)
+			rc = (int)r;
+		else if ((size_t)r < n)
+			rc = -EIO;
+		else
+			rc = write_at(to, b, n, (off_t)at);
+		at += n;
+	}
+	free(b);
+	return rc;
+}
+
+/*
+ * Move the attempt's bytes so far to a new unlinked file of the spool
+ * dir: out of the heap, or away from a file a snapshot maps.  fs_lock held.
+ */
+static int
+spill(struct pending *p)
+{
+	char path[sizeof(fs.spool) + 32];
+	int fd, rc;
+
+	snprintf(path, sizeof(path), "%s/.queenfs-pend-XXXXXX", fs.spool);
+	if ((fd = mkstemp(path)) < 0)
+		return spill_errno(p, "cannot spill", errno);
+	unlink(path);
+	fcntl(fd, F_SETFD, FD_CLOEXEC);
+	if (p->spill)
+		rc = copy_fd(p->spill - 1, fd, p->len);
+	else
+		rc = write_at(fd, p->buf, p->len, 0);
+	if (rc < 0) {
+		close(fd);
+		return spill_errno(p, "spilling", -rc);
+	}
+	drop_bytes(p);
+	p->spill = fd + 1;
+	p->spill_gen++;
+	return 0;
+}
+
+/* Room for need bytes, in the heap or the spill file.  fs_lock held. */
+static int
+room(struct pending *p, size_t need)
 {
 	size_t cap = p->cap ? p->cap : 4096;
 	char *b;
 
 	if (need > PENDING_MAX)
 		return -EFBIG;
+	if (p->spill)
+		return p->spill_maps ? spill(p) : 0;
 	if (need <= p->cap)
 		return 0;
 	while (cap < need)
 		cap *= 2;
+	if (cap > PEND_MEM_ONE || mem_total - p->cap + cap > PEND_MEM_ALL)
+		return spill(p);
 	if (!(b = realloc(p->buf, cap)))
 		return -ENOMEM;
+	mem_total += cap - p->cap;
 	p->buf = b;
 	p->cap = cap;
 	return 0;
@@ -203,10 +334,16 @@ pend_write(struct pending *p, const char *buf, size_t size, off_t off,
 		return -EFBIG;
 	end = (size_t)off + size;
 	pthread_mutex_lock(&fs_lock);
-	if ((rc = grow(p, end)) == 0) {
+	if ((rc = room(p, end)) == 0 && p->spill) {
+		/* a gap before off is a hole: it reads as zeros */
+		if ((rc = write_at(p->spill - 1, buf, size, off)) < 0)
+			rc = spill_errno(p, "writing the spill file of", -rc);
+	} else if (rc == 0) {
 		if ((size_t)off > p->len)
 			memset(p->buf + p->len, 0, (size_t)off - p->len);
 		memcpy(p->buf + off, buf, size);
+	}
+	if (rc == 0) {
 		if (end > p->len)
 			p->len = end;
 		p->dirty = p->written = true;
@@ -225,9 +362,16 @@ pend_truncate(struct pending *p, off_t size, int64_t now)
 	if (size < 0 || (uint64_t)size > PENDING_MAX)
 		return -EFBIG;
 	pthread_mutex_lock(&fs_lock);
-	if ((rc = grow(p, (size_t)size)) == 0) {
-		if ((size_t)size > p->len)
-			memset(p->buf + p->len, 0, (size_t)size - p->len);
+	if (size == 0 && p->spill)
+		drop_bytes(p);  /* back to the heap, no copy to make */
+	if ((rc = room(p, (size_t)size)) == 0 && p->spill) {
+		if (ftruncate(p->spill - 1, size) < 0)
+			rc = spill_errno(p, "truncating the spill file of",
+			    errno);
+	} else if (rc == 0 && (size_t)size > p->len) {
+		memset(p->buf + p->len, 0, (size_t)size - p->len);
+	}
+	if (rc == 0) {
 		p->len = (size_t)size;
 		p->dirty = true;
 		p->staged = p->pushed = false;
@@ -235,6 +379,39 @@ pend_truncate(struct pending *p, off_t size, int64_t now)
 	}
 	pthread_mutex_unlock(&fs_lock);
 	return rc;
+}
+
+/* Whether the attempt still has its bytes.  fs_lock held. */
+bool
+pend_held(const struct pending *p)
+{
+	return p->buf || p->spill;
+}
+
+/* Up to size bytes at off of the attempt: how many, or a negative errno. */
+ssize_t
+pend_read(struct pending *p, char *buf, size_t size, off_t off)
+{
+	ssize_t n = 0;
+
+	if (off < 0)
+		return -EINVAL;
+	pthread_mutex_lock(&fs_lock);
+	if ((size_t)off < p->len) {
+		if (size > p->len - (size_t)off)
+			size = p->len - (size_t)off;
+		if (p->spill) {
+			n = read_at(p->spill - 1, buf, size, off);
+			if (n < 0)
+				fs_log("reading the spill file of %s/%s: %s",
+				    p->queue, p->name, strerror((int)-n));
+		} else if (p->buf) {
+			memcpy(buf, p->buf + off, size);
+			n = (ssize_t)size;
+		}
+	}
+	pthread_mutex_unlock(&fs_lock);
+	return n;
 }
 
 void
@@ -269,18 +446,50 @@ pend_drop(struct pending *p)
 	pthread_mutex_unlock(&fs_lock);
 }
 
+/*
+ * The attempt's bytes as they are now: a heap copy while they are small
+ * (*gen 0), a read-only mapping of the spill file past that (*gen its
+ * generation).  Give them back with pend_unsnap.
+ */
 char *
-pend_snapshot(struct pending *p, size_t *len)
+pend_snapshot(struct pending *p, size_t *len, unsigned *gen)
 {
 	char *b;
 
 	pthread_mutex_lock(&fs_lock);
 	*len = p->len;
-	b = malloc(p->len ? p->len : 1);
-	if (b && p->len)
-		memcpy(b, p->buf, p->len);
+	*gen = 0;
+	if (p->spill && p->len) {
+		b = mmap(NULL, p->len, PROT_READ, MAP_PRIVATE, p->spill - 1, 0);
+		if (b == MAP_FAILED) {
+			fs_log("mapping the spill file of %s/%s: %s", p->queue,
+			    p->name, strerror(errno));
+			b = NULL;
+		} else {
+			*gen = p->spill_gen;
+			p->spill_maps++;
+		}
+	} else {
+		b = malloc(p->len ? p->len : 1);
+		if (b && p->len && p->buf)
+			memcpy(b, p->buf, p->len);
+	}
 	pthread_mutex_unlock(&fs_lock);
 	return b;
+}
+
+void
+pend_unsnap(struct pending *p, char *b, size_t len, unsigned gen)
+{
+	if (!gen) {
+		free(b);
+		return;
+	}
+	munmap(b, len);
+	pthread_mutex_lock(&fs_lock);
+	if (p->spill && p->spill_gen == gen && p->spill_maps)
+		p->spill_maps--;
+	pthread_mutex_unlock(&fs_lock);
 }
 
 size_t

@@ -92,6 +92,7 @@ stage_save(struct pending *p)
 	size_t len, hlen;
 	pthread_mutex_t *stripe;
 	char *buf;
+	unsigned gen;
 	int fd, rc;
 
 	pthread_mutex_lock(&fs_lock);
@@ -110,7 +111,7 @@ stage_save(struct pending *p)
 		return rc;
 	stripe = &stripes[((uintptr_t)p >> 4) % 64];
 	pthread_mutex_lock(stripe);
-	if (!(buf = pend_snapshot(p, &len))) {
+	if (!(buf = pend_snapshot(p, &len, &gen))) {
 		rc = -ENOMEM;
 		pthread_mutex_unlock(stripe);
 		goto out_unstaged;
@@ -135,7 +136,7 @@ stage_save(struct pending *p)
 		unlink(tmp);
 out_free:
 	pthread_mutex_unlock(stripe);
-	free(buf);
+	pend_unsnap(p, buf, len, gen);
 	if (rc == 0)
 		return 0;
 out_unstaged:
