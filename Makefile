@@ -10,10 +10,45 @@
 
 CC ?= cc
 O ?= build
-PKGS = fuse3 sqlite3 libpq libxxhash jansson
-PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
-CORE_LIBS := $(shell pkg-config --libs sqlite3 libpq libxxhash jansson 2>/dev/null)
+
+# PostgreSQL is optional: PG=auto (the default) builds the backend when
+# pkg-config finds libpq, PG=no leaves it out (a postgresql:// --db then
+# fails with "built without PostgreSQL support": core/nopg/pg_none.c),
+# PG=yes insists on it.
+PG ?= auto
+PG_ASKED := $(PG)
+HAVE_PQ := $(shell pkg-config --exists libpq && echo yes)
+ifeq ($(PG),auto)
+override PG := $(if $(HAVE_PQ),yes,no)
+endif
+ifeq ($(PG),yes)
+ifneq ($(HAVE_PQ),yes)
+$(error PG=yes, but pkg-config finds no libpq: apt-get install libpq-dev (or build with PG=no))
+endif
+endif
+
+# Each package probed on its own, so a missing one is named (with the
+# Debian package that has it) instead of surfacing as a missing header.
+# Targets that install the packages first (test, run, asan, ...) or need
+# none skip the probe; the make they start probes.
+PKG_fuse3 = libfuse3-dev
+PKG_sqlite3 = libsqlite3-dev
+PKG_libxxhash = libxxhash-dev
+PKG_jansson = libjansson-dev
+PKG_libpq = libpq-dev
+PKG_libmicrohttpd = libmicrohttpd-dev
+CORE_PKGS = sqlite3 libxxhash jansson $(if $(filter yes,$(PG)),libpq)
+# the daemon alone links the HTTP front end's library
+PKGS = fuse3 libmicrohttpd $(CORE_PKGS)
+NO_PROBE = test run asan tsan bench fuzz deps clean format format-check \
+	check-layers
+ifneq ($(filter-out $(NO_PROBE),$(or $(MAKECMDGOALS),all)),)
+$(foreach p,$(PKGS),$(if $(shell pkg-config --exists $(p) && echo y),,\
+    $(error pkg-config finds no $(p): apt-get install $(PKG_$(p)), or run make deps as root)))
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
+PKG_LIBS := $(shell pkg-config --libs $(PKGS))
+CORE_LIBS := $(shell pkg-config --libs $(CORE_PKGS))
+endif
 
 WARN = -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes \
 	-Wmissing-prototypes -Wformat=2 -Wno-unused-parameter
@@ -21,13 +56,22 @@ ifeq ($(WERROR),1)
 WARN += -Werror
 endif
 OPT ?= -O2 -g
-CFLAGS_ALL = -std=c11 -D_XOPEN_SOURCE=700 -D_DEFAULT_SOURCE -pthread \
+CFLAGS_ALL = -std=c11 -D_XOPEN_SOURCE=700 -D_DEFAULT_SOURCE -pthread -Icore \
 	$(OPT) $(WARN) $(PKG_CFLAGS) $(EXTRA_CFLAGS) -MMD -MP
 LDFLAGS_ALL = -pthread $(EXTRA_LDFLAGS)
 
-CORE_SRC = $(wildcard core/*.c)
+ifeq ($(PG),yes)
+PG_SRC = $(wildcard core/pg/*.c)
+TAP_PG = $(O)/tests/tap_pg.o
+else
+PG_SRC = core/nopg/pg_none.c
+TAP_PG = $(O)/tests/tap_nopg.o
+endif
+CORE_SRC = $(wildcard core/*.c core/sqlite/*.c core/api/*.c) $(PG_SRC)
 FS_SRC = $(filter-out fs/main.c,$(wildcard fs/*.c))
-UNIT_SRC = $(wildcard tests/t-*.c)
+# t-pgmulti talks to the server with libpq itself
+UNIT_SRC = $(filter-out $(if $(filter yes,$(PG)),,tests/t-pgmulti.c),\
+	$(wildcard tests/t-*.c))
 EX_SRC = $(wildcard examples/*.c)
 
 CORE_OBJ = $(CORE_SRC:%.c=$(O)/%.o)
@@ -51,8 +95,8 @@ $(DAEMON): $(O)/fs/main.o $(FS_OBJ) $(LIB)
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(PKG_LIBS)
 
 $(O)/tests/t-ctl: $(O)/fs/ctl.o $(O)/fs/name.o
-$(O)/tests/t-lease: $(O)/fs/pending.o
-$(O)/tests/t-%: $(O)/tests/t-%.o $(O)/tests/tap.o $(LIB)
+$(O)/tests/t-lease: $(O)/fs/pending.o $(O)/fs/lease.o $(O)/fs/log.o $(O)/fs/state.o
+$(O)/tests/t-%: $(O)/tests/t-%.o $(O)/tests/tap.o $(TAP_PG) $(LIB)
 	$(CC) $(LDFLAGS_ALL) -o $@ $(filter-out $(LIB),$^) $(LIB) $(CORE_LIBS)
 
 $(O)/examples/%: $(O)/examples/%.o
@@ -64,8 +108,9 @@ $(O)/examples/%: $(O)/examples/%.o
 test: deps
 	$(MAKE) check
 
-run: deps
+run: deps-run
 	$(MAKE) all
+	@sh fs/unstale-mount.sh $(MNT)
 	@mkdir -p $(MNT)
 	@echo "queenfs: mounting on $(MNT) (database: $(DB)); Ctrl-C unmounts"
 	$(DAEMON) -f $(if $(DB),--db $(DB)) $(MNT)
@@ -130,9 +175,18 @@ stress: all
 	QUEENFS_BUILD=$(abspath $(O)) QUEENFS_STRESS_SECONDS=$(STRESS_SECONDS) \
 	    prove -v $(PROVE_FLAGS) tests/fs-0034-stress.sh
 
+# Who may include whom (docs/HACKING.md, "Architecture"): core/ never
+# FUSE; the engine (core/*.c) reaches the backends only through core.h's
+# store_ops seam, never their private headers or libraries; no backend
+# includes another's; core/api/ never fs/; fs/ never SQLite, xxHash or
+# libpq, nor core/'s private headers (only core/queen.h).
 check-layers:
-	@! grep -n '#include.*fuse' core/*.c core/*.h
-	@! grep -n '#include.*\(sqlite3\|xxhash\)' fs/*.c fs/*.h
+	@! grep -n '#include.*fuse' $$(find core -name '*.[ch]')
+	@! grep -n '#include.*\(sqlite3\|libpq\|"db\.h"\|"store\.h"\|"pg\.h"\|"pg_store\.h"\|sqlite/\|pg/\|api/\)' core/*.c core/*.h
+	@! grep -n '#include.*\(libpq\|"pg\.h"\|"pg_store\.h"\|pg/\)' core/sqlite/*
+	@! grep -n '#include.*\(sqlite3\|"db\.h"\|"store\.h"\|sqlite/\)' core/pg/* core/nopg/*
+	@! grep -n '#include.*\(fs/\|"fs\.h"\|sqlite3\|libpq\|"db\.h"\|"store\.h"\|"pg\.h"\)' core/api/*
+	@! grep -n '#include.*\(sqlite3\|xxhash\|libpq\|core\.h\|"db\.h"\|"pg\.h"\|store\.h\|sqlite/\|pg/\)' fs/*.c fs/*.h
 	@echo layers ok
 
 # Static analysis: gcc -fanalyzer over every file of core/ and fs/ (one
@@ -140,7 +194,7 @@ check-layers:
 # then cppcheck with the checked-in .cppcheck-suppress (one reason per
 # line).  `make -j analyze` runs the files in parallel.
 ANALYZE_CC ?= gcc
-ANALYZE_CFLAGS = -std=c11 -D_XOPEN_SOURCE=700 -D_DEFAULT_SOURCE -pthread \
+ANALYZE_CFLAGS = -std=c11 -D_XOPEN_SOURCE=700 -D_DEFAULT_SOURCE -pthread -Icore \
 	-O1 -g -fanalyzer -fdiagnostics-plain-output $(PKG_CFLAGS)
 ANALYZE_LOG = $(patsubst %.c,$(O)/analyze/%.log,$(CORE_SRC) $(FS_SRC) fs/main.c)
 # -fanalyzer findings judged false positives, as file:function:option.
@@ -153,18 +207,22 @@ ANALYZE_LOG = $(patsubst %.c,$(O)/analyze/%.log,$(CORE_SRC) $(FS_SRC) fs/main.c)
 #   ops_dir.c add (and add_txid, inlined): h->dents[i].name, freed by
 #     handle_put
 #   node.c node_move: becomes n->name (s is then NULL), freed by node_free
-#   pending.c note_set: becomes n->error, freed by note_free/note_take
+#   note.c note_set: becomes n->error, freed by note_free/note_take
 #   ops_file.c open_run, ops_api.c api_reply: h->text = strdup(..), freed
 #     by handle_put
+# And one where it forgets a loop already ran:
+#   api_txn.c tx_operations: the second loop's op_name cannot answer NULL,
+#     since the first loop returned on every NULL for the same items
 FANALYZER_SUPPRESS = \
 	fs/msg.c:dlq_cb:-Wanalyzer-malloc-leak \
 	fs/msg.c:copy_payload:-Wanalyzer-malloc-leak \
 	fs/ops_dir.c:add:-Wanalyzer-malloc-leak \
 	fs/ops_dir.c:add_txid:-Wanalyzer-malloc-leak \
 	fs/node.c:node_move:-Wanalyzer-malloc-leak \
-	fs/pending.c:note_set:-Wanalyzer-malloc-leak \
+	fs/note.c:note_set:-Wanalyzer-malloc-leak \
 	fs/ops_file.c:open_run:-Wanalyzer-malloc-leak \
-	fs/ops_api.c:api_reply:-Wanalyzer-malloc-leak
+	fs/ops_api.c:api_reply:-Wanalyzer-malloc-leak \
+	core/api/api_txn.c:tx_operations:-Wanalyzer-null-argument
 
 $(O)/analyze/%.log: %.c
 	@mkdir -p $(dir $@)
@@ -184,19 +242,19 @@ analyze: $(ANALYZE_LOG)
 	cppcheck --quiet --error-exitcode=1 \
 	    --enable=warning,portability,performance \
 	    --inline-suppr --suppressions-list=.cppcheck-suppress \
-	    -D_XOPEN_SOURCE=700 -D_DEFAULT_SOURCE core fs
+	    -D_XOPEN_SOURCE=700 -D_DEFAULT_SOURCE -Icore core fs
 
 # libFuzzer (clang) over the parsers, FUZZ_SECONDS each; the corpus in
 # tests/fuzz/corpus/ grows as it finds new paths.  Any crash file it
 # leaves is a bug: add it to the corpus as a regression case.
 FUZZ_SECONDS ?= 60
-FUZZ_CC = clang -std=c11 -D_XOPEN_SOURCE=700 -D_DEFAULT_SOURCE -g -O1 \
+FUZZ_CC = clang -std=c11 -D_XOPEN_SOURCE=700 -D_DEFAULT_SOURCE -Icore -g -O1 \
 	-fsanitize=fuzzer,$(SANITIZE) -fno-sanitize-recover=all $(PKG_CFLAGS)
 fuzz: deps
 	@mkdir -p build/fuzz
 	$(FUZZ_CC) -o build/fuzz/fuzz-ctl tests/fuzz/fuzz-ctl.c fs/ctl.c \
 	    core/rfc3339.c
-	$(FUZZ_CC) -o build/fuzz/fuzz-api tests/fuzz/fuzz-api.c core/*.c \
+	$(FUZZ_CC) -o build/fuzz/fuzz-api tests/fuzz/fuzz-api.c $(CORE_SRC) \
 	    $(CORE_LIBS)
 	build/fuzz/fuzz-ctl -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
 	    tests/fuzz/corpus/config tests/fuzz/corpus/seek
@@ -213,8 +271,28 @@ bench: deps
 	$(MAKE) all
 	QUEENFS_BUILD=$(abspath $(O)) tests/bench/run.sh
 
+# What building and running need (make run), what the tests need too
+# (make test and the other test targets), and CI's own tools.
 deps:
-	@.ci/deps
+	@PG=$(PG_ASKED) .ci/deps test
+deps-run:
+	@PG=$(PG_ASKED) .ci/deps run
+deps-ci:
+	@PG=$(PG_ASKED) .ci/deps ci
+
+# clang-format with the checked-in .clang-format.  The tree predates the
+# file, so format-check judges only the lines changed since FORMAT_BASE,
+# the last commit that touched .clang-format (git clang-format), and make
+# format rewrites only those.
+FORMAT_BASE ?= $(shell git rev-list -1 HEAD -- .clang-format)
+format:
+	git clang-format --style=file $(FORMAT_BASE) -- core fs tests examples
+format-check:
+	@out=$$(git clang-format --style=file --diff $(FORMAT_BASE) -- core fs tests examples); \
+	case "$$out" in \
+	""|*"no modified files to format"*|*"did not modify any files"*) echo "format ok";; \
+	*) printf '%s\n' "$$out"; echo "format-check: run make format"; exit 1;; \
+	esac
 
 # The daemon, its man page and its systemd unit (the unit names the
 # binary under PREFIX).  mount -t fuse.queenfs (and /etc/fstab) runs the
@@ -246,6 +324,10 @@ install: all
 clean:
 	rm -rf build
 
-.PHONY: all test run bench check fuzz check-unit check-fs check-pg asan tsan stress check-valgrind check-layers analyze deps install clean
+.PHONY: deps-run deps-ci format format-check all test run bench check fuzz check-unit check-fs check-pg asan tsan stress check-valgrind check-layers analyze deps install clean
 
--include $(CORE_OBJ:.o=.d) $(FS_OBJ:.o=.d) $(O)/fs/main.d $(UNIT_SRC:tests/%.c=$(O)/tests/%.d)
+# Nothing is an intermediate: a no-op make leaves the test objects and
+# relinks nothing (make -q all answers 0 after a build).
+.SECONDARY:
+
+-include $(CORE_OBJ:.o=.d) $(FS_OBJ:.o=.d) $(O)/fs/main.d $(UNIT_SRC:tests/%.c=$(O)/tests/%.d) $(TAP_PG:.o=.d) $(O)/tests/tap.d

@@ -1,5 +1,6 @@
 /*
- * ack.c - acknowledgement as an offset commit (seed 000): grouping items by
+ * ack.c - acknowledgement as an offset commit (docs/design.md#offset-commit):
+ * grouping items by
  * (partition, group, lease), the lease check, resolving each transactionId
  * by its hash inside the ack window, the two honesty guarantees, the retry
  * budget and the dead-letter hand-off.  One cursor write per group.

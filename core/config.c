@@ -34,7 +34,7 @@ static const struct key keys[] = {
 	{ "lease_time", K_SECONDS, 1, YEARS, 300, 0, -1 },
 	{ "retry_limit", K_COUNT, 0, 1000000, 3, 1, -1 },
 	{ "dlq", K_BOOL, 0, 1, 1, 2, -1 },
-	{ "batch", K_COUNT, 1, 100000, 1, 3, 0 },
+	{ "batch", K_COUNT, 1, QUEEN_BATCH_MAX, 1, 3, 0 },
 	{ "wait", K_SECONDS, 0, DAY, 30, 4, 1 },
 	{ "delay", K_SECONDS, 0, YEARS, 0, 5, -1 },
 	{ "window_buffer", K_SECONDS, 0, YEARS, 0, 6, -1 },

@@ -1,8 +1,9 @@
 /*
  * core.h - what the engine's files share: the handle, the internal row
  * types, and the storage seam.  The seam (struct store_ops) is the only way
- * engine logic reaches storage; core/db.c implements it on SQLite, and a
- * second backend implements the same table.  No SQL above the seam.
+ * engine logic reaches storage; core/sqlite/ implements it on SQLite,
+ * core/pg/ on PostgreSQL (core/nopg/ stands in without libpq).  No SQL
+ * above the seam, and no backend header included here.
  */
 #ifndef CORE_H
 #define CORE_H
@@ -15,9 +16,18 @@
 #include <sys/types.h>
 
 #include "queen.h"
+#include "queen_tune.h"
 
 #define OFFSET_BITS 40
 #define MAX_OFFSET ((INT64_C(1) << OFFSET_BITS) - 1)
+
+#define QUEEN_STR_(x) #x
+#define QUEEN_STR(x) QUEEN_STR_(x)     /* a number as SQL text */
+/*
+ * store_ops.cursor_ready hands out at most this many rows a call (the
+ * statements' LIMIT); pop.c asks again while a call filled the page.
+ */
+#define CURSOR_READY_PAGE 64
 
 /* A queue's configuration; each field in its natural unit (s, bytes, 0/1). */
 #define QCONF_N 15
@@ -231,6 +241,7 @@ struct store_ops {
 	int (*dlq_list)(struct store *st, int64_t queue_id, const char *group,
 	    const char *part, const char *txid, bool payload, queen_dlq_cb cb,
 	    void *arg);
+	int (*dlq_delete)(struct store *st, int64_t id);
 	int (*dlq_count)(struct store *st, int64_t queue_id, const char *group,
 	    int64_t *out);
 
@@ -319,6 +330,7 @@ struct queen {
 	bool failed;              /* a storage I/O error stops all writes */
 	uint64_t fast_pushes;     /* api/push bodies read without jansson */
 	uint64_t dlq_rows;        /* dead-letter rows the store handed up */
+	bool http_maint, http_pop_maint;  /* /api/v1/system/maintenance */
 	/* queen_maintain's walk resumes after this queue's partition ("":
 	 * from the start) */
 	char maint_queue[QUEEN_NAME_MAX + 1], maint_after[QUEEN_NAME_MAX + 1];
@@ -336,15 +348,16 @@ int tx_end(struct queen *q, int rc);
 void uuid_v7(struct queen *q, char out[QUEEN_ID_LEN + 1]);
 int64_t clamp_add(int64_t a, int64_t b);
 
-/* db.c */
+/* core/sqlite/db.c */
 int db_open(const struct queen_options *opt, struct store **out,
     const struct store_ops **ops, char *err, size_t errlen);
 
-/* db_pg.c: the PostgreSQL backend, for --db postgresql://... */
+/* core/pg/db_pg.c: the PostgreSQL backend, for --db postgresql://...
+ * (core/nopg/pg_none.c in a build without libpq: -EOPNOTSUPP) */
 int pg_open(const struct queen_options *opt, struct store **out,
     const struct store_ops **ops, char *err, size_t errlen);
 
-/* jsonw.c: JSON text straight into a growing buffer (zeroed to start) */
+/* core/api/jsonw.c: JSON text straight into a growing buffer (zeroed to start) */
 struct jw {
 	char *p;
 	size_t len, cap;
@@ -396,7 +409,6 @@ int group_default(struct queen *q, const struct queue_row *qr,
     const char *name, struct group_row *out);
 int group_resubscribe(struct queen *q, const struct queue_row *qr,
     const struct group_row *g);
-int collect_msg(void *arg, const struct msg_row *m);
 int batch_read(struct queen *q, const struct part_row *p, int64_t from,
     size_t max, bool payload, int64_t upto_time, struct queen_batch **out);
 /* the newest (or lowest) offset in [from, last] whose id is txid, read off
@@ -405,9 +417,7 @@ int batch_read(struct queen *q, const struct part_row *p, int64_t from,
 int txid_scan(struct queen *q, int64_t pid, int64_t from, int64_t last,
     const char *txid, bool newest, int64_t *offset);
 
-/* kv.c, timer.c: the bodies, for callers already inside a transaction */
-int kv_put_locked(struct queen *q, const char *ns, const char *key,
-    const void *data, size_t len, int64_t ttl_ms, bool if_absent);
+/* timer.c: the bodies, for callers already inside a transaction */
 int timer_schedule_locked(struct queen *q, const char *queue,
     const char *key, const char *partition, int64_t due_at,
     const void *payload, size_t len);
@@ -417,6 +427,8 @@ int timer_cancel_locked(struct queen *q, const char *queue, const char *key);
 int push_items(struct queen *q, const struct queen_push_item *items,
     size_t n, bool create_excl, struct queen_push_result *res,
     int *dup_index);
+int push_again(struct queen *q, const struct queen_push_item *it,
+    struct queen_push_result *res);
 
 /* ack.c */
 int dead_letter(struct queen *q, const struct queue_row *qr,

@@ -226,9 +226,27 @@ queen_group_get(struct queen *q, const char *queue, const char *group,
 	return 0;
 }
 
+struct live {
+	int64_t now, n, until;
+};
+
+static int
+live_one(void *arg, const struct cursor_row *c)
+{
+	struct live *l = arg;
+
+	if (c->lease_id[0] && c->lease_expires_at > l->now) {
+		l->n++;
+		if (c->lease_expires_at > l->until)
+			l->until = c->lease_expires_at;
+	}
+	return 0;
+}
+
 int
 queen_group_delete(struct queen *q, const char *queue, const char *group)
 {
+	struct live l = { queen_now(q), 0, 0 };
 	struct queue_row qr;
 	struct group_row g;
 	int rc;
@@ -242,6 +260,15 @@ queen_group_delete(struct queen *q, const char *queue, const char *group)
 		goto out;
 	if ((rc = group_load(q, &qr, group, false, &g)) != 0)
 		goto out;
+	if ((rc = q->ops->cursor_list_group(q->st, g.id, live_one, &l)) != 0)
+		goto out;
+	if (l.n > 0) {
+		rc = queen_err(q, -ENOTEMPTY, "group '%s' holds %lld live "
+		    "lease(s), the last until %lld ms from now: ack them or "
+		    "let them expire first", group, (long long)l.n,
+		    (long long)(l.until - l.now));
+		goto out;
+	}
 	if ((rc = q->ops->cursor_delete_group(q->st, g.id)) == 0)
 		rc = q->ops->group_delete(q->st, g.id);
 out:

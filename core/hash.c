@@ -1,6 +1,6 @@
 /*
  * hash.c - the one user of xxHash: a transactionId becomes its 16-byte
- * xxh3-128 digest (big-endian, high half first), as the seed describes.
+ * xxh3-128 digest (big-endian, high half first): docs/design.md#offset-commit.
  */
 #include <string.h>
 #include <xxhash.h>

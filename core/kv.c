@@ -32,7 +32,7 @@ queen_kv_get(struct queen *q, const char *ns, const char *key,
 	return q->ops->kv_get(q->st, ns, key, queen_now(q), out);
 }
 
-int
+static int
 kv_put_locked(struct queen *q, const char *ns, const char *key,
     const void *data, size_t len, int64_t ttl_ms, bool if_absent)
 {

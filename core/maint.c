@@ -322,6 +322,8 @@ queen_stats_get(struct queen *q, const char *queue, const char *group,
 		return rc;
 	if ((rc = q->ops->cursor_list_group(q->st, g.id, stat_cursor, &s)))
 		return rc;
+	if (out->oldest_waiting > 0 && s.now > out->oldest_waiting)
+		out->oldest_age = s.now - out->oldest_waiting;
 	return q->ops->dlq_count(q->st, qr.id, g.name, &out->dlq);
 }
 

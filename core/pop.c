@@ -161,8 +161,8 @@ queen_pop(struct queen *q, const struct queen_pop_req *req,
 	x.now = queen_now(q);
 	x.visible = x.now - qr.conf.delay * 1000;
 	x.batch = req->batch > 0 ? req->batch : group_eff(&qr, &g, 0);
-	if (x.batch > 100000)
-		x.batch = 100000;
+	if (x.batch > QUEEN_BATCH_MAX)
+		x.batch = QUEEN_BATCH_MAX;
 	x.auto_ack = req->auto_ack >= 0 ? req->auto_ack > 0 :
 	    group_eff(&qr, &g, 2) > 0;
 	if (req->partition) {
@@ -182,7 +182,7 @@ queen_pop(struct queen *q, const struct queen_pop_req *req,
 			x.nrows = 0;
 			rc = q->ops->cursor_ready(q->st, g.id, x.visible,
 			    x.last_at, x.last_pid, try_row, &x);
-		} while (rc == 0 && x.nrows == 64);
+		} while (rc == 0 && x.nrows == CURSOR_READY_PAGE);
 	}
 	if (rc < 0)
 		goto out;

@@ -71,9 +71,10 @@ find_dup(struct queen *q, const struct qconf *conf, const struct part_row *p,
 	return at >= now - conf->dedup_window * 1000 ? 0 : -ENOENT;
 }
 
-int
-push_items(struct queen *q, const struct queen_push_item *items, size_t n,
-    bool create_excl, struct queen_push_result *res, int *dup_index)
+static int
+push_run(struct queen *q, const struct queen_push_item *items, size_t n,
+    bool create_excl, bool nodedup, struct queen_push_result *res,
+    int *dup_index)
 {
 	struct pushctx c;
 	int64_t now = queen_now(q);
@@ -118,7 +119,8 @@ push_items(struct queen *q, const struct queen_push_item *items, size_t n,
 		}
 		memcpy(r->partition_uuid, c.p.uuid, sizeof(r->partition_uuid));
 		hash_txid(queen_push_txid(it, r), &h);
-		rc = find_dup(q, &c.qr.conf, &c.p, &h, now, &off);
+		rc = nodedup ? -ENOENT : find_dup(q, &c.qr.conf, &c.p, &h, now,
+		    &off);
 		if (rc == 0) {
 			r->status = QUEEN_PUSH_DUPLICATE;
 			r->offset = off;
@@ -167,6 +169,21 @@ push_items(struct queen *q, const struct queen_push_item *items, size_t n,
 	if (rc == 0)
 		rc = flush_part(q, &c);
 	return rc;
+}
+
+int
+push_items(struct queen *q, const struct queen_push_item *items, size_t n,
+    bool create_excl, struct queen_push_result *res, int *dup_index)
+{
+	return push_run(q, items, n, create_excl, false, res, dup_index);
+}
+
+/* A requeued dead letter: its transactionId is known, and must not count. */
+int
+push_again(struct queen *q, const struct queen_push_item *it,
+    struct queen_push_result *res)
+{
+	return push_run(q, it, 1, false, true, res, NULL);
 }
 
 int

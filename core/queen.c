@@ -92,13 +92,6 @@ queen_now(struct queen *q)
 	return q->clock(q->clock_arg);
 }
 
-void
-queen_set_clock(struct queen *q, queen_clock_fn fn, void *arg)
-{
-	q->clock = fn ? fn : realtime_ms;
-	q->clock_arg = fn ? arg : NULL;
-}
-
 /* A sync that failed on the other thread stops writes here too. */
 static bool
 failed_now(struct queen *q)
@@ -280,21 +273,13 @@ batch_begin(struct queen *q, bool durable, bool deferred)
 }
 
 int
-queen_batch_begin(struct queen *q)
+queen_batch_begin(struct queen *q, enum queen_batch_flags flags)
 {
-	return batch_begin(q, true, false);
-}
-
-int
-queen_batch_begin_lazy(struct queen *q)
-{
-	return batch_begin(q, false, false);
-}
-
-int
-queen_batch_begin_deferred(struct queen *q)
-{
-	return batch_begin(q, true, true);
+	if (flags & ~(QUEEN_BATCH_LAZY | QUEEN_BATCH_DEFERRED))
+		return queen_err(q, -EINVAL, "unknown batch flags %#x",
+		    (unsigned)flags);
+	return batch_begin(q, !(flags & QUEEN_BATCH_LAZY),
+	    (flags & QUEEN_BATCH_DEFERRED) != 0);
 }
 
 static void fresh_commit(struct queen *q, uint64_t ticket);

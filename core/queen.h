@@ -25,6 +25,9 @@
 #define QUEEN_TXID_MAX 1024 /* bytes in a transactionId */
 #define QUEEN_QUEUE_MODE "__QUEUE_MODE__"
 #define QUEEN_DEFAULT_PARTITION "default"
+/* the most messages one pop leases or one read returns (the batch key's
+ * upper bound) */
+#define QUEEN_BATCH_MAX 100000
 
 /*
  * Number limits every entry point checks (a number past them is refused
@@ -38,6 +41,7 @@
 #define QUEEN_WAIT_MAX 86400
 
 struct queen;
+struct queen_tune;
 
 typedef int64_t (*queen_clock_fn)(void *arg);
 
@@ -53,27 +57,8 @@ struct queen_options {
 	bool read_only;         /* open without write access */
 	queen_clock_fn clock;   /* NULL: CLOCK_REALTIME */
 	void *clock_arg;
-	/*
-	 * A test hook: NULL for no fault, or "fsync:N" / "write:N" to make
-	 * every sync (or write) of the SQLite store after the first N fail
-	 * with an I/O error, as a failing disk would; "logsync:N" counts
-	 * and fails only queen_sync's own syncs of the log.  The budget is
-	 * one per process, armed by each open that sets it.  -EINVAL if
-	 * malformed.
-	 */
-	const char *fault;
-	/*
-	 * SQLite: how many pushed hashes wait in memory before they are
-	 * folded into the on-disk hash index (0: 32768).  Tests set it low
-	 * to make folds happen often.
-	 */
-	size_t fold_at;
-	/*
-	 * SQLite: the most hashes the filter in front of the hash index is
-	 * sized for, at 10 bits each (0: 1,677,721, 2 MiB); with more there
-	 * is no filter.  Tests set it low.
-	 */
-	size_t filter_max;
+	/* backend tuning and test hooks: queen_tune.h (NULL: none) */
+	const struct queen_tune *tune;
 	/*
 	 * Where a failed queen_open writes its reason in words, as
 	 * queen_errmsg would give it, since there is no handle to ask
@@ -106,9 +91,6 @@ const char *queen_errmsg(struct queen *q);
 /* queen_now - the handle's clock, in milliseconds. */
 int64_t queen_now(struct queen *q);
 
-/* queen_set_clock - replace the clock (tests drive leases with it). */
-void queen_set_clock(struct queen *q, queen_clock_fn fn, void *arg);
-
 /*
  * queen_time_parse - an RFC 3339 time ("2026-05-01T10:00:00Z", optional
  * fraction, Z or +hh:mm / -hh:mm) in s[0..len) to ms since the epoch.
@@ -134,23 +116,30 @@ bool queen_failed(struct queen *q, char *buf, size_t len);
  * savepoint, so one call's failure undoes only that call).  The commit makes
  * all of them durable at once; if it fails, none of them happened.
  */
-int queen_batch_begin(struct queen *q);
+enum queen_batch_flags {
+	/*
+	 * For a batch holding nothing that must survive a crash (leases,
+	 * renewals, reads): its commit does not wait for the disk.  A crash
+	 * may lose it, which only means a lease is granted again; any later
+	 * durable commit makes it durable too.
+	 */
+	QUEEN_BATCH_LAZY = 1 << 0,
+	/*
+	 * A durable batch whose commit does not wait for the disk.  After
+	 * queen_batch_commit, queen_sync_ticket names it, and it is durable
+	 * once queen_sync of that ticket returns 0; meanwhile the next batch
+	 * may run (group commit with early lock release).  Where commits are
+	 * durable by themselves (PostgreSQL, sync levels below full) it is
+	 * an ordinary batch and the ticket is 0.
+	 */
+	QUEEN_BATCH_DEFERRED = 1 << 1,
+};
 /*
- * queen_batch_begin_lazy - the same, for a batch holding nothing that must
- * survive a crash (leases, renewals, reads): its commit does not wait for
- * the disk.  A crash may lose it, which only means a lease is granted
- * again; any later durable commit makes it durable too.
+ * queen_batch_begin - open a batch; flags 0 for one whose commit waits
+ * for the disk.  -EBUSY a batch is open, -EIO the store failed, -EINVAL
+ * unknown flags.
  */
-int queen_batch_begin_lazy(struct queen *q);
-/*
- * queen_batch_begin_deferred - a durable batch whose commit does not wait
- * for the disk.  After queen_batch_commit, queen_sync_ticket names it, and
- * it is durable once queen_sync of that ticket returns 0; meanwhile the
- * next batch may run (group commit with early lock release).  Where commits
- * are durable by themselves (PostgreSQL, sync levels below full) this is
- * queen_batch_begin and the ticket is 0.
- */
-int queen_batch_begin_deferred(struct queen *q);
+int queen_batch_begin(struct queen *q, enum queen_batch_flags flags);
 int queen_batch_commit(struct queen *q);
 void queen_batch_rollback(struct queen *q);
 /* the ticket of the last commit still to be synced; 0: nothing to wait for */
@@ -238,6 +227,14 @@ int queen_queue_create(struct queen *q, const char *name,
 /* -ENOENT; -ENOTEMPTY while it holds messages, groups or timers. */
 int queen_queue_delete(struct queen *q, const char *name);
 
+/*
+ * queen_queue_purge - delete the queue with all it owns: partitions,
+ * messages, their dedup hashes, groups with their cursors, leases and
+ * recorded starts, DLQ entries, timers.  Returns 0 (*existed says
+ * whether there was such a queue), -EINVAL bad name, or a storage errno.
+ */
+int queen_queue_purge(struct queen *q, const char *name, bool *existed);
+
 /* -ENOENT */
 int queen_queue_get(struct queen *q, const char *name,
     struct queen_queue_info *out);
@@ -264,10 +261,6 @@ struct queen_partition_info {
 /* -ENOENT (queue or partition). */
 int queen_partition_get(struct queen *q, const char *queue,
     const char *partition, struct queen_partition_info *out);
-
-/* by stable id; fills *queue_out (QUEEN_NAME_MAX+1 bytes) if non-NULL. */
-int queen_partition_by_uuid(struct queen *q, const char *uuid,
-    char *queue_out, struct queen_partition_info *out);
 
 typedef int (*queen_partition_cb)(void *arg,
     const struct queen_partition_info *pi);
@@ -464,7 +457,7 @@ struct queen_ack_item {
 	const char *queue;           /*   queue + partition names */
 	const char *partition;
 	const char *group;           /* NULL: queue mode */
-	const char *status;          /* normalised as in the seed; NULL ok */
+	const char *status;          /* design.md#statuses; NULL ok */
 	const char *lease_id;        /* NULL: no lease check */
 	const char *error;           /* kept in the DLQ */
 };
@@ -480,7 +473,7 @@ struct queen_ack_result {
 	char error[QUEEN_ERR_LEN];  /* "" on success */
 };
 
-/* The seed's words, so callers can match them. */
+/* docs/design.md#reported's words, so callers can match them. */
 #define QUEEN_E_LEASE "invalid or expired lease"
 #define QUEEN_E_ALREADY "already committed: the cursor moved past this " \
 	"message before this ack"
@@ -490,7 +483,7 @@ struct queen_ack_result {
 #define QUEEN_E_FLUSH "ack flush failed; lease will expire and redeliver"
 
 /*
- * queen_ack - acknowledge n items as in seed 000.  Items are grouped by
+ * queen_ack - acknowledge n items (docs/design.md#offset-commit).  Items are grouped by
  * (partition, group, lease); each group is judged and written once.  Fills
  * res[i].  Returns 0 when the call ran (look at res), or a negative errno
  * when storage failed (then nothing moved and every item says so).
@@ -519,7 +512,11 @@ struct queen_group_info {
 int queen_group_ensure(struct queen *q, const char *queue, const char *group);
 int queen_group_get(struct queen *q, const char *queue, const char *group,
     struct queen_group_info *out);
-/* Drops the group's cursors and leases (its DLQ entries stay). */
+/*
+ * Drops the group and its cursors (its DLQ entries stay).  -ENOTEMPTY
+ * while a lease of the group is live (nothing changes), -ENOENT no such
+ * queue or group, -EPERM for the queue-mode group.
+ */
 int queen_group_delete(struct queen *q, const char *queue, const char *group);
 int queen_group_set_owner(struct queen *q, const char *queue,
     const char *group, const struct queen_owner *own);
@@ -587,7 +584,27 @@ int queen_dlq_get(struct queen *q, const char *queue, const char *group,
     const char *partition, const char *txid, bool want_payload,
     queen_dlq_cb cb, void *arg);
 
-/* Dead-letter rows read through the two calls above since open. */
+/*
+ * queen_dlq_requeue - push the dead letter of (queue, group) named txid in
+ * partition again, as one unit with its removal from the DLQ: a new
+ * message at the partition's tail (*offset, when not NULL) under the same
+ * transactionId, never judged a duplicate, with the same body.  Every
+ * group whose cursor is before that offset reads it (ordering within the
+ * partition is by offset, so it comes after what was pushed before it).
+ * -ENOENT no such queue or dead letter, -EINVAL bad names, -EOVERFLOW
+ * partition full, storage errnos; nothing changes on an error.
+ */
+int queen_dlq_requeue(struct queen *q, const char *queue, const char *group,
+    const char *partition, const char *txid, int64_t *offset);
+
+/*
+ * queen_dlq_purge - delete the dead letter(s) of (queue, group) named txid
+ * in partition.  -ENOENT none, -EINVAL bad names, storage errnos.
+ */
+int queen_dlq_purge(struct queen *q, const char *queue, const char *group,
+    const char *partition, const char *txid);
+
+/* Dead-letter rows read through queen_dlq_list and queen_dlq_get. */
 uint64_t queen_dlq_rows_read(struct queen *q);
 
 /* ---- stats ---- */
@@ -603,11 +620,31 @@ struct queen_stats {
 	int64_t duplicates;
 	int64_t groups;
 	int64_t oldest_waiting; /* created_at of the oldest undelivered; 0 */
+	int64_t oldest_age;     /* ms since oldest_waiting (0: none waits) */
 };
 
 /* For one group (NULL: queue mode) of the queue. */
 int queen_stats_get(struct queen *q, const char *queue, const char *group,
     struct queen_stats *out);
+
+/* One queue over all its groups (sys/queues). */
+struct queen_queue_summary {
+	int64_t messages;       /* retained */
+	int64_t depth;          /* past the queue-mode cursors */
+	int64_t oldest_age;     /* ms: the oldest message some group (queue
+				 * mode included) still waits for; 0: none */
+	int64_t groups;         /* named groups */
+	int64_t lag;            /* the most any named group has to read */
+	int64_t leases;         /* live, queue mode and groups */
+	int64_t dlq;            /* dead letters, queue mode and groups */
+};
+
+/*
+ * queen_queue_summary - fill *out for queue.  -ENOENT no such queue,
+ * storage errnos.
+ */
+int queen_queue_summary(struct queen *q, const char *queue,
+    struct queen_queue_summary *out);
 
 /* ---- maintenance ---- */
 
@@ -631,36 +668,6 @@ ssize_t queen_maintain(struct queen *q, bool *more);
  * says so).  A no-op where there is no such log (PostgreSQL).
  */
 int queen_checkpoint(struct queen *q);
-/*
- * queen_checkpoint_counts - checkpoints that copied pages so far: *beside
- * on the store's own thread, *in_writer by the writer itself, when the log
- * reached 4000 pages with a few frames still to copy.  Both 0 where there
- * is no log.
- */
-void queen_checkpoint_counts(struct queen *q, uint64_t *beside,
-    uint64_t *in_writer);
-/*
- * queen_hash_stats - what the SQLite store keeps in memory beside SQLite's
- * page cache: its hashes, their filter and its copies of queue, group and
- * partition rows (docs/engine.md); all 0 on PostgreSQL.
- */
-struct queen_hash_stats {
-	uint64_t held;          /* hashes of recent pushes waiting for their
-				 * fold into the on-disk index (16 bytes each) */
-	uint64_t folded;        /* hash rows folded since open */
-	uint64_t folded_fast;   /* of those, without reading their row:
-				 * nothing rolled back or deleted since */
-	uint64_t filter_bytes;  /* the filter in front of the index, or the
-				 * one being built; 0: none */
-	uint64_t filter_skips;  /* lookups it answered "not there" */
-	uint64_t filter_builds; /* filters built since open */
-	bool filter_building;   /* one is being built: none answers yet */
-	uint64_t cache_kib;     /* the page cache the filter leaves */
-	uint64_t row_hits;      /* queue, group and partition rows read from
-				 * the store's copies since open */
-	uint64_t row_misses;    /* ... and read from SQLite */
-};
-void queen_hash_stats(struct queen *q, struct queen_hash_stats *out);
 
 /* ---- KV ---- */
 
@@ -752,7 +759,7 @@ typedef int (*queen_timer_cb)(void *arg, const struct queen_timer_info *ti);
 int queen_timer_list(struct queen *q, const char *queue, queen_timer_cb cb,
     void *arg);
 
-/* ---- transactions (seed 002) ---- */
+/* ---- transactions (docs/design.md#transactions) ---- */
 
 enum queen_kv_op_type {
 	QUEEN_KV_PUT = 0,
@@ -847,7 +854,7 @@ struct queen_txn_result {
 
 /*
  * queen_txn - apply acks, pushes, KV and timer operations as one unit or
- * not at all.  Checks run in the seed's order (acks with the lease fence,
+ * not at all.  Checks run in the contract's order (acks with the lease fence,
  * pushes and their dedup, KV preconditions, timers); the first refusal
  * sets r->reason and nothing is written.  Returns 0 when a verdict was
  * reached (committed or refused: look at r->reason), or a negative errno
@@ -858,35 +865,5 @@ int queen_txn(struct queen *q, const struct queen_txn *t,
     struct queen_txn_result **out);
 void queen_txn_result_free(struct queen_txn_result *r);
 const char *queen_txn_reason_name(enum queen_txn_reason r);
-
-/*
- * queen_api - the JSON front end shared by the mount's api/ files (and any
- * later network front end): endpoint is "push", "pop", "ack",
- * "transaction" or "renew"; req is the request body.  *resp (malloc'd,
- * NUL-terminated) is the JSON answer in the seeds' wire shapes; malformed
- * input answers a JSON error with reason bad_request or too_large.
- * Returns 0 when the call as a whole succeeded, -EIO when it failed (the
- * answer says why), or -ENOMEM / -EINVAL (unknown endpoint).
- */
-int queen_api(struct queen *q, const char *endpoint, const char *req,
-    size_t len, char **resp);
-
-/*
- * queen_api_ex - queen_api for a caller that can wait: an api/pop with
- * "wait" > 0 that finds nothing returns -EAGAIN with *resp NULL and fills
- * *wait (how long, and which queue and group to watch); the caller asks
- * again when something may have arrived, and answers an empty pop itself
- * when the time is up.  Core never waits.
- */
-struct queen_api_wait {
-	int64_t wait_ms;
-	char queue[QUEEN_NAME_MAX + 1];
-	char group[QUEEN_NAME_MAX + 1];   /* "": queue mode */
-};
-int queen_api_ex(struct queen *q, const char *endpoint, const char *req,
-    size_t len, char **resp, struct queen_api_wait *wait);
-#define QUEEN_API_EMPTY_POP "{\"success\":true,\"leaseId\":null,\"messages\":[]}"
-
-#define QUEEN_API_MAX_BODY (64u << 20)
 
 #endif

@@ -105,6 +105,32 @@ out:
 	return tx_end(q, rc);
 }
 
+int
+queen_queue_purge(struct queen *q, const char *name, bool *existed)
+{
+	struct queue_row r;
+	int rc;
+
+	*existed = false;
+	if (!queen_name_valid(name))
+		return queen_err(q, -EINVAL, "bad queue name");
+	if ((rc = tx_begin(q)) != 0)
+		return rc;
+	rc = queue_load(q, name, &r);
+	if (rc == -ENOENT) {
+		rc = 0;
+		goto out;
+	}
+	if (rc != 0)
+		goto out;
+	/* the store drops the partitions' log and hash rows first, and
+	 * everything else goes with the queue row (cascades) */
+	if ((rc = q->ops->queue_delete(q->st, r.id)) == 0)
+		*existed = true;
+out:
+	return tx_end(q, rc);
+}
+
 static void
 queue_info(const struct queue_row *r, struct queen_queue_info *out)
 {
@@ -322,31 +348,6 @@ queen_partition_get(struct queen *q, const char *queue, const char *partition,
 	return 0;
 }
 
-int
-queen_partition_by_uuid(struct queen *q, const char *uuid, char *queue_out,
-    struct queen_partition_info *out)
-{
-	struct queue_row qr;
-	struct part_row p;
-	int rc;
-
-	if (!uuid || !uuid[0])
-		return queen_err(q, -EINVAL, "empty partition id");
-	rc = q->ops->part_by_uuid(q->st, uuid, &p);
-	if (rc == -ENOENT)
-		return queen_err(q, rc, "no partition with id '%.40s'", uuid);
-	if (rc != 0)
-		return rc;
-	if (queue_out) {
-		if ((rc = q->ops->queue_by_id(q->st, p.queue_id, &qr)) != 0)
-			return rc;
-		memcpy(queue_out, qr.name, sizeof(qr.name));
-	}
-	if (out)
-		part_info(&p, out);
-	return 0;
-}
-
 struct plist {
 	queen_partition_cb cb;
 	void *arg;
@@ -390,7 +391,7 @@ struct collect {
  * A batch is one block: header, msgs[max], then the strings and payloads.
  * Pointers into the block are fixed up when it grows.
  */
-int
+static int
 collect_msg(void *arg, const struct msg_row *m)
 {
 	struct collect *c = arg;
@@ -506,8 +507,8 @@ queen_msg_read(struct queen *q, const char *queue, const char *partition,
 		return rc;
 	if ((rc = part_load(q, &qr, partition, false, &p)) != 0)
 		return rc;
-	if (max > 100000)
-		max = 100000;
+	if (max > QUEEN_BATCH_MAX)
+		max = QUEEN_BATCH_MAX;
 	rc = batch_read(q, &p, from, max, want_payload, INT64_MAX, out);
 	if (rc == 0 && *out && (*out)->n == 0) {
 		free(*out);

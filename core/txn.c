@@ -1,7 +1,8 @@
 /*
- * txn.c - transactions (seed 002): acks, pushes, KV and timer operations
+ * txn.c - transactions (docs/design.md#transactions): acks, pushes, KV and
+ * timer operations
  * applied as one storage transaction or not at all.  Checks run in the
- * seed's order and the first refusal names the reason.  The ack and push
+ * contract's order and the first refusal names the reason.  The ack and push
  * bodies are ack.c's and push.c's, run with their "fence" on.
  */
 #include <errno.h>
@@ -80,7 +81,7 @@ is_write(enum queen_kv_op_type t)
 	    t == QUEEN_KV_DELETE || t == QUEEN_KV_INCR;
 }
 
-/* The seed's limits and the shape of every part; 1 = refused. */
+/* The limits (design.md#transactions) and every part's shape; 1 = refused. */
 static int
 validate(const struct queen_txn *t, struct queen_txn_result *r,
     size_t *nmany)

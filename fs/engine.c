@@ -200,6 +200,19 @@ interrupt_cb(fuse_req_t req, void *data)
 	post(&ij->j);
 }
 
+/* Drop the waiter of that id (a client gone); nothing if it was answered. */
+void
+engine_interrupt(uint64_t waiter_id)
+{
+	struct ijob *ij = calloc(1, sizeof(*ij));
+
+	if (!ij)
+		return;
+	ij->j.run = interrupt_run;
+	ij->id = waiter_id;
+	post(&ij->j);
+}
+
 static void
 park(struct job *j)
 {
@@ -364,9 +377,9 @@ run_batch(struct job *list)
 	if (!writes)
 		brc = 1;
 	else if (durable)
-		brc = queen_batch_begin_deferred(q);
+		brc = queen_batch_begin(q, QUEEN_BATCH_DEFERRED);
 	else
-		brc = queen_batch_begin_lazy(q);
+		brc = queen_batch_begin(q, QUEEN_BATCH_LAZY);
 
 	for (j = list; j; j = j->next) {
 		n++;
@@ -431,7 +444,7 @@ maintain(void)
 	ssize_t rows = 0, r = 0;
 
 	if (queen_failed(q, why, sizeof(why)) ||
-	    queen_batch_begin_deferred(q) < 0)
+	    queen_batch_begin(q, QUEEN_BATCH_DEFERRED) < 0)
 		return;
 	for (int i = 0; i < 16 && more && r >= 0; i++)
 		if ((r = queen_maintain(q, &more)) > 0)
@@ -651,6 +664,7 @@ engine_main(void *arg)
 		if (now - E.last_tick >= TICK_MS) {
 			E.last_tick = now;
 			maintain();
+			stage_replay(E.q);
 			pend_sweep(now);
 			note_sweep(now);
 		}

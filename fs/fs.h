@@ -14,8 +14,11 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "../core/queen.h"
+#include "../core/queen_api.h"
+#include "../core/queen_tune.h"
 #include "ctl.h"
 
 #define QUEENFS_VERSION "queenfs 0.1.0"
@@ -27,8 +30,13 @@
 #define NOTE_MAX 2048
 #define NOTE_ERROR_MAX 4096
 #define STAGING_STALE_MS (3600 * 1000)
-/* The largest file the layer will hold in memory before its push. */
+/* The largest file the layer will hold before its push. */
 #define PENDING_MAX (256u << 20)
+/* An attempt's bytes stay in the heap up to PEND_MEM_ONE, while all of
+ * them together stay under PEND_MEM_ALL; past either, an unlinked file of
+ * the spool dir holds them (pending.c). */
+#define PEND_MEM_ONE (64u << 10)
+#define PEND_MEM_ALL (4u << 20)
 
 /* Every kind of node; the namespace tables in node.c map names to these. */
 enum kind {
@@ -60,6 +68,7 @@ enum kind {
 	K_KV_KEY,
 	K_SYS,
 	K_SYS_STATS,
+	K_SYS_QUEUES,
 	K_SYS_METRICS,
 	K_SYS_VERSION,
 	K_SYS_HEALTH,
@@ -86,8 +95,11 @@ struct pending {
 	char *queue;        /* queue, or KV namespace */
 	char *part;         /* partition dir, or NULL for the queue dir */
 	char *name;
-	char *buf;
+	char *buf;          /* the bytes while small, or NULL */
 	size_t len, cap;
+	int spill;          /* or an unlinked file of fs.spool holds them (+1) */
+	unsigned spill_gen; /* which file that is (one more for each new one) */
+	unsigned spill_maps;/* snapshots mapping it: a write goes to a copy */
 	unsigned refs;      /* nodes and open handles */
 	bool dirty;         /* created, truncated or written since the push */
 	bool written;       /* write(2) since the last push: flush pushes */
@@ -97,6 +109,10 @@ struct pending {
 	int64_t due_at;     /* timers: when to fire (0: the queue's delay) */
 	int64_t ttl_ms;     /* kv: from user.queen.ttl before the put */
 	fuse_ino_t dir;     /* the directory it was made in */
+	char *stage;        /* its spool file (stage.c), or NULL */
+	bool staged;        /* the spool file holds the bytes as they are */
+	bool dead;          /* unlinked, or a close() refused it: never pushed */
+	int refused;        /* the refusal close() reported (negative errno) */
 };
 
 struct node {
@@ -143,9 +159,6 @@ struct handle {
 	struct dent *dents;     /* directory snapshot */
 	size_t ndents;
 	bool writable;
-	/* lock owners (processes) that wrote since the last push */
-	uint64_t writers[8];
-	unsigned nwriters;      /* past 8: any flush publishes */
 	char *req;              /* api/: the request as written */
 	size_t req_len, req_cap;
 	int req_fd;             /* api/: past API_MEM_MAX, spooled here (+1) */
@@ -196,7 +209,43 @@ struct fs_state {
 	char spool[4096];
 };
 extern struct fs_state fs;
+
+/* log.c: fs_log is info; fs_logl where the level matters */
+enum fs_level { FSL_ERROR = 0, FSL_WARN, FSL_INFO, FSL_DEBUG };
 void fs_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void fs_logl(enum fs_level lv, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+int log_set_level(const char *name);
+int log_choose(const char *target, bool foreground, const char *fallback);
+void log_start(void);
+
+/* args.c: the command line */
+/* http.c: Queen's HTTP API (docs/http.md) */
+#define HTTP_MAX_LISTEN 8
+#define HTTP_MAX_CONNS 4096     /* open connections, per listener */
+#define HTTP_IDLE_S 60          /* idle or stalled connection closed */
+#define HTTP_CONN_MEM (64 * 1024)  /* request line and headers */
+struct http_opts {
+	const char *listen[HTTP_MAX_LISTEN];
+	int n;
+	const char *token_file;
+	bool insecure;
+};
+
+struct opts {
+	const char *db, *mountpoint, *sync, *log, *log_level;
+	bool foreground, debug;
+	int added_dp;   /* allow_other came without default_permissions */
+	char fuse_o[4096];
+	struct http_opts http;
+};
+void usage(FILE *f);
+int parse_args(int argc, char **argv, struct opts *o);
+/* store.c: the store's absolute path (creating its dir), and opening it */
+int db_path(const char *given, char *out, size_t len);
+int open_store(const char *path, enum queen_sync sync, struct queen **q);
+/* the spool of staged attempts (stage.c) for this store and mountpoint */
+int spool_open(const char *db, const char *mnt, enum queen_sync sync);
 
 /* engine.c */
 int engine_start(struct queen *q);
@@ -213,13 +262,24 @@ void engine_counters(struct engine_counters *out);
 void engine_count_push(bool dup);
 void engine_count_ack(void);
 void engine_count_pop(void);
+void engine_interrupt(uint64_t waiter_id);
+
+/* http.c */
+int http_check(const struct http_opts *o);
+int http_start(const struct http_opts *o);
+void http_quiesce(void);
+void http_stop(void);
+
+/* order.c: requests run after the RELEASEs read before them */
+int order_start(struct fuse_session *se);
+void order_release_done(void);
+void order_test_delay(void);
 
 /* node.c */
 extern pthread_mutex_t fs_lock;
 void node_init(void);
 struct node *node_get(fuse_ino_t ino);
 struct node *node_child(struct node *parent, const char *name, enum kind k);
-void node_ref_lookup(struct node *n);
 void node_forget(struct node *n, uint64_t nlookup);
 void node_open(struct node *n);
 void node_close(struct node *n);
@@ -267,11 +327,22 @@ int pend_write(struct pending *p, const char *buf, size_t size, off_t off,
 int pend_truncate(struct pending *p, off_t size, int64_t now);
 void pend_rename(struct pending *p, const char *name);
 void pend_drop(struct pending *p);
+int pend_refused(struct pending *p);
 size_t pend_list(enum pend_what w, const char *queue, const char *part,
     int64_t now, struct dent **out);
 void pend_sweep(int64_t now);
-char *pend_snapshot(struct pending *p, size_t *len);
+char *pend_snapshot(struct pending *p, size_t *len, unsigned *gen);
+void pend_unsnap(struct pending *p, char *b, size_t len, unsigned gen);
+bool pend_held(const struct pending *p);
+ssize_t pend_read(struct pending *p, char *buf, size_t size, off_t off);
 int64_t fs_now(void);
+
+/* stage.c */
+int stage_open(const char *dir, bool full);
+int stage_save(struct pending *p);
+void stage_remove(struct pending *p);
+void stage_keep(struct pending *p);
+void stage_replay(struct queen *q);
 
 /* text.c: generated file contents, rendered inside a job */
 int text_readme(char **out, size_t *len);
@@ -282,6 +353,9 @@ int text_sys_stats(struct queen *q, const struct cred *c, char **out,
 int text_metrics(struct queen *q, const struct cred *c, char **out,
     size_t *len);
 int text_health(struct queen *q, char **out, size_t *len);
+/* text_queues.c */
+int text_sys_queues(struct queen *q, const struct cred *c, char **out,
+    size_t *len);
 
 /* ops_*.c: the handlers */
 void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
@@ -328,6 +402,11 @@ void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
 void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
 
+/* ops_dlq.c: requeue (rename) and purge (unlink) of dead letters */
+int dlq_rename(fuse_req_t req, struct node *p, const char *name,
+    struct node *np, const char *newname, const char *what);
+int dlq_unlink(fuse_req_t req, struct node *p, const char *name);
+
 /* name.c: transactionIds as file names (reversible; see name.c) */
 #define NAME_MAX_BYTES 255
 int txid_to_name(const char *txid, char *out, size_t len);
@@ -344,8 +423,6 @@ int ctl_write(struct handle *h, const char *buf, size_t size);
 void ctl_flush(fuse_req_t req, struct handle *h);
 
 /* shared by the ops files */
-void reply_slice(fuse_req_t req, const char *text, size_t len, size_t size,
-    off_t off);
 void next_read(fuse_req_t req, struct handle *h, size_t size, off_t off);
 void push_rename(fuse_req_t req, struct node *dir, struct pending *pe,
     const char *oldname, const char *newname);
@@ -353,6 +430,9 @@ void push_rename(fuse_req_t req, struct node *dir, struct pending *pe,
 extern _Atomic uint64_t fs_lookups;
 void reply_entry(fuse_req_t req, struct node *n);
 void reply_attr(fuse_req_t req, struct node *n);
+/* the part of text at off, at most size bytes; nothing past its end */
+void reply_slice(fuse_req_t req, const char *text, size_t len, size_t size,
+    off_t off);
 void *job_new(size_t size, void (*run)(struct job *, struct queen *),
     void (*reply)(struct job *), fuse_req_t req);
 void reply_rc(struct job *j);
@@ -360,15 +440,19 @@ const char *errname(int err);
 struct handle *handle_new(struct node *n);
 struct handle *handle_get(struct fuse_file_info *fi);
 void handle_put(struct handle *h);
+/* note.c */
 void note_set(const char *lease, const char *txid, const char *error,
     int64_t now);
 char *note_take(const char *lease, const char *txid);
 char *note_get(const char *lease, const char *txid);
 void note_sweep(int64_t now);
+/* lease.c */
 void lease_seen(const char *id, int64_t first);
 int64_t lease_first(const char *id);
 void lease_acked(const char *id, const char *txid);
 bool lease_known(const char *id, const char *txid);
+int push_write_check(struct pending *pe, size_t end);
+void push_refuse(struct pending *pe, int rc);
 int push_pending(struct queen *q, struct pending *p, const char *txid,
     const char *buf, size_t len, bool excl, char **notify, bool *dup);
 struct msginfo;

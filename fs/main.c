@@ -1,244 +1,33 @@
 /*
- * main.c - the queenfs daemon: options (also the fstab form that mount.fuse3
- * uses: `queenfs SOURCE MOUNTPOINT -o db=PATH,...`), opening the store,
- * the FUSE session and its worker loop, and an orderly shutdown (engine
+ * main.c - the queenfs daemon's set-up and loop: options (args.c), the
+ * store opened (store.c), the FUSE session and its worker loop, the HTTP
+ * front end beside it or alone (http.c), and an orderly shutdown (engine
  * joined, waiters answered, store closed, mount gone).
  */
 #include <errno.h>
 #include <limits.h>
 #include <malloc.h>
-#include <stdarg.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
-#include <syslog.h>
 #include <unistd.h>
 
 #include "fs.h"
 
-struct fs_state fs;
-static bool use_syslog;
-
-void
-fs_log(const char *fmt, ...)
-{
-	char line[2048];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	if (use_syslog)
-		syslog(LOG_NOTICE, "%s", line);
-	else
-		fprintf(stderr, "queenfs: %s\n", line);
-}
-
-struct opts {
-	const char *db, *mountpoint, *sync;
-	bool foreground, debug;
-	int added_dp;   /* allow_other came without default_permissions */
-	char fuse_o[4096];
-};
-
+/* Every open file past 64 KiB holds a spill file (pending.c): as many
+ * descriptors as the hard limit allows. */
 static void
-usage(FILE *f)
+raise_nofile(void)
 {
-	fputs("usage: queenfs [options] [SOURCE] MOUNTPOINT\n"
-	    "  -f                 stay in the foreground (log to stderr)\n"
-	    "  -d                 debug: every FUSE request on stderr "
-	    "(implies -f)\n"
-	    "  --db PATH          the SQLite store (default: "
-	    "$XDG_DATA_HOME/queenfs/queen.db,\n"
-	    "                     else ~/.local/share/queenfs/queen.db)\n"
-	    "  --db postgresql://[USER@]HOST[:PORT]/DB"
-	    "[?options=-csearch_path%3DSCHEMA]\n"
-	    "                     a PostgreSQL store that several mounts may "
-	    "share\n"
-	    "                     (PG* variables and ~/.pgpass apply)\n"
-	    "  --sync full|normal|off\n"
-	    "                     full (default): a close or rename returns "
-	    "after fsync\n"
-	    "  -o OPT[,OPT...]    FUSE mount options (allow_other, "
-	    "default_permissions, ...),\n"
-	    "                     and db=PATH, sync=MODE as in /etc/fstab;\n"
-	    "                     allow_other always comes with "
-	    "default_permissions\n"
-	    "                     (added if missing: the modes shown are "
-	    "enforced)\n"
-	    "  -h, --help         print this help\n"
-	    "  -V, --version      print the version\n"
-	    "\n"
-	    "Logs: with -f or -d to stderr, otherwise to syslog (facility "
-	    "daemon,\n"
-	    "ident queenfs: journalctl -t queenfs).  Every refused call is "
-	    "logged\n"
-	    "with its reason.\n"
-	    "Config keys of queues and groups: cat MOUNTPOINT/queues/Q/config; "
-	    "each\n"
-	    "is described in queenfs(8) and docs/config.md.\n"
-	    "Unmount: fusermount3 -u MOUNTPOINT (also after a crash).\n", f);
-}
+	struct rlimit rl;
 
-/* Split one -o list: ours are kept, fstab-only ones dropped, the rest to FUSE. */
-static int
-add_o(struct opts *o, char *list)
-{
-	static const char *const drop[] = { "defaults", "auto", "noauto",
-		"nofail", "user", "users", "nouser", "_netdev", NULL };
-	char *save = NULL;
-
-	for (char *t = strtok_r(list, ",", &save); t;
-	    t = strtok_r(NULL, ",", &save)) {
-		bool skip = strncmp(t, "x-", 2) == 0 || strncmp(t, "comment=", 8) == 0;
-		for (int i = 0; drop[i]; i++)
-			skip = skip || strcmp(t, drop[i]) == 0;
-		if (strncmp(t, "db=", 3) == 0)
-			o->db = t + 3;
-		else if (strncmp(t, "sync=", 5) == 0)
-			o->sync = t + 5;
-		else if (!skip) {
-			size_t at = strlen(o->fuse_o);
-			if (at + strlen(t) + 2 >= sizeof(o->fuse_o))
-				return -1;
-			snprintf(o->fuse_o + at, sizeof(o->fuse_o) - at, "%s%s",
-			    at ? "," : "", t);
-		}
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
 	}
-	return 0;
-}
-
-static bool
-has_o(const char *list, const char *opt)
-{
-	size_t n = strlen(opt);
-
-	for (const char *p = list; *p; p += strcspn(p, ","), p += *p == ',')
-		if (strncmp(p, opt, n) == 0 && (p[n] == ',' || p[n] == '\0'))
-			return true;
-	return false;
-}
-
-/*
- * Under allow_other the modes the mount shows must hold, and only the
- * kernel can check most of them (open, create, rename, unlink, xattrs):
- * without default_permissions it checks none.  Add it rather than mount
- * a tree whose modes lie.
- */
-static int
-enforce_modes(struct opts *o)
-{
-	size_t at = strlen(o->fuse_o);
-
-	if (!has_o(o->fuse_o, "allow_other") ||
-	    has_o(o->fuse_o, "default_permissions"))
-		return 0;
-	if (at + sizeof(",default_permissions") > sizeof(o->fuse_o))
-		return -1;
-	strcat(o->fuse_o, ",default_permissions");
-	return 1;
-}
-
-static int
-parse_args(int argc, char **argv, struct opts *o)
-{
-	const char *pos[2];
-	int npos = 0;
-
-	for (int i = 1; i < argc; i++) {
-		char *a = argv[i];
-		if (strcmp(a, "-f") == 0) {
-			o->foreground = true;
-		} else if (strcmp(a, "-d") == 0) {
-			o->debug = o->foreground = true;
-		} else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-			usage(stdout);
-			exit(0);
-		} else if (strcmp(a, "-V") == 0 || strcmp(a, "--version") == 0) {
-			puts(QUEENFS_VERSION);
-			exit(0);
-		} else if (strcmp(a, "--db") == 0 && i + 1 < argc) {
-			o->db = argv[++i];
-		} else if (strncmp(a, "--db=", 5) == 0) {
-			o->db = a + 5;
-		} else if (strcmp(a, "--sync") == 0 && i + 1 < argc) {
-			o->sync = argv[++i];
-		} else if (strncmp(a, "--sync=", 7) == 0) {
-			o->sync = a + 7;
-		} else if (strcmp(a, "-o") == 0 && i + 1 < argc) {
-			if (add_o(o, argv[++i]) < 0)
-				return -1;
-		} else if (strncmp(a, "-o", 2) == 0 && a[2]) {
-			if (add_o(o, a + 2) < 0)
-				return -1;
-		} else if (a[0] == '-' || npos == 2) {
-			fprintf(stderr, "queenfs: unknown argument %s\n", a);
-			return -1;
-		} else {
-			pos[npos++] = a;
-		}
-	}
-	if (npos == 0) {
-		fputs("queenfs: no mountpoint\n", stderr);
-		return -1;
-	}
-	o->mountpoint = pos[npos - 1];
-	if ((o->added_dp = enforce_modes(o)) < 0)
-		return -1;
-	return 0;
-}
-
-static int
-mkdirs(char *dir)
-{
-	for (char *p = dir + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
-/* The store's absolute path (the daemon chdirs to /); creates its dir. */
-static int
-db_path(const char *given, char *out, size_t len)
-{
-	const char *xdg = getenv("XDG_DATA_HOME"), *home = getenv("HOME");
-	char dir[PATH_MAX], real[PATH_MAX], *slash;
-	int rc;
-
-	/* a PostgreSQL URI goes to the engine as it is */
-	if (queen_path_is_pg(given))
-		return snprintf(out, len, "%s", given) < (int)len ? 0 :
-		    -ENAMETOOLONG;
-	if (given)
-		snprintf(dir, sizeof(dir), "%s", given);
-	else if (xdg && *xdg)
-		snprintf(dir, sizeof(dir), "%s/queenfs/queen.db", xdg);
-	else if (home && *home)
-		snprintf(dir, sizeof(dir), "%s/.local/share/queenfs/queen.db",
-		    home);
-	else
-		return -ENOENT;
-	if (!(slash = strrchr(dir, '/'))) {
-		if (!getcwd(real, sizeof(real)))
-			return -errno;
-		return snprintf(out, len, "%s/%s", real, dir) < (int)len ? 0 :
-		    -ENAMETOOLONG;
-	}
-	*slash = '\0';
-	if (*dir && (rc = mkdirs(dir)) < 0)
-		return rc;
-	if (!realpath(*dir ? dir : "/", real))
-		return -errno;
-	return snprintf(out, len, "%s/%s", strcmp(real, "/") ? real : "",
-	    slash + 1) < (int)len ? 0 : -ENAMETOOLONG;
 }
 
 static void
@@ -254,6 +43,13 @@ init(void *userdata, struct fuse_conn_info *conn)
 	 * items two more WRITE requests, within noise in its rate.
 	 */
 	conn->max_write = 128 * 1024;
+	/*
+	 * RELEASE is a background request: past max_background (12 by
+	 * default) the kernel holds it back, and the publish it carries
+	 * would come after a reader the closer's parent starts next.
+	 */
+	conn->max_background = 1024;
+	conn->congestion_threshold = 768;
 }
 
 static const struct fuse_lowlevel_ops ops = {
@@ -289,73 +85,45 @@ static const struct fuse_lowlevel_ops ops = {
 };
 
 /*
- * path as the log may show it: a PostgreSQL URL's password, if it has
- * one, becomes "***" (user:secret@host -> user:***@host).
+ * No mountpoint: the store served over HTTP alone, until SIGINT or
+ * SIGTERM (a container without /dev/fuse).  Stays in the foreground
+ * unless -f is missing, like the mount.
  */
-static const char *
-shown_path(const char *path, char *buf, size_t cap)
-{
-	const char *u = strstr(path, "://"), *at, *colon, *slash;
-
-	if (!queen_path_is_pg(path))
-		return path;
-	u += 3;
-	at = strchr(u, '@');
-	colon = strchr(u, ':');
-	slash = strchr(u, '/');
-	if (!at || !colon || colon > at || (slash && slash < at))
-		return path;
-	snprintf(buf, cap, "%.*s***%s", (int)(colon + 1 - path), path, at);
-	return buf;
-}
-
 static int
-open_store(const char *path, enum queen_sync sync, struct queen **q)
+serve_http_only(struct opts *o, const char *db, enum queen_sync sync)
 {
-	char why[512] = "", shown[PATH_MAX];
-	struct queen_options qo = { .path = path, .sync = sync,
-	    .err = why, .errlen = sizeof(why) };
-	const char *fault = getenv("QUEENFS_FAULT");
-	const char *hint;
-	int rc;
+	struct queen *q = NULL;
+	sigset_t set;
+	int sig, rc;
 
-	/*
-	 * A test hook, not a feature: QUEENFS_FAULT=fsync:N (write:N, logsync:N)
-	 * makes the store's syncs (writes) fail after N, so the mount tests
-	 * can watch the daemon stop writes with EIO (tests/fs-0031-faults.sh).
-	 */
-	if (fault && *fault)
-		qo.fault = fault;
-	rc = queen_open(&qo, q);
-	if (rc == 0)
-		return 0;
-	/* one line: libpq's messages carry a newline and a tab */
-	{
-		char *r = why, *w = why;
-
-		for (; *r; r++) {
-			char c = *r == '\n' || *r == '\t' ? ' ' : *r;
-
-			if (c != ' ' || (w > why && w[-1] != ' '))
-				*w++ = c;
-		}
-		while (w > why && w[-1] == ' ')
-			w--;
-		*w = '\0';
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	if (!o->foreground) {
+		if (daemon(0, 0) < 0)
+			return 1;
+		log_start();
 	}
-	if (rc == -EIO && queen_path_is_pg(path))
-		hint = "the PostgreSQL database cannot be reached or used";
-	else if (rc == -EIO)
-		hint = "not a queenfs database, or corrupt";
-	else if (rc == -EPROTO)
-		hint = "written by a newer queenfs";
-	else if (rc == -EBUSY)
-		hint = "another process holds it (a queenfs mounted on it?)";
-	else
-		hint = strerror(-rc);
-	fs_log("cannot open %s: %s (%s)", shown_path(path, shown,
-	    sizeof(shown)), hint, why[0] ? why : strerror(-rc));
-	return rc;
+	signal(SIGPIPE, SIG_IGN);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	if (open_store(db, sync, &q) < 0)
+		return 1;
+	if ((rc = engine_start(q)) < 0) {
+		fs_logl(FSL_ERROR, "engine: %s", strerror(-rc));
+		queen_close(q);
+		return 1;
+	}
+	if (http_start(&o->http) < 0) {
+		engine_stop();
+		http_stop();
+		return 1;
+	}
+	sigwait(&set, &sig);
+	http_quiesce();
+	engine_stop();
+	http_stop();
+	return 0;
 }
 
 int
@@ -363,6 +131,7 @@ main(int argc, char **argv)
 {
 	struct opts o;
 	char db[PATH_MAX], fsname[PATH_MAX + 16];
+	static char tokens[PATH_MAX];
 	enum queen_sync sync = QUEEN_SYNC_FULL;
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
 	struct fuse_loop_config *lc;
@@ -386,6 +155,7 @@ main(int argc, char **argv)
 	mallopt(M_ARENA_MAX, 1);
 	mallopt(M_MMAP_THRESHOLD, 4 * 1024 * 1024);
 	mallopt(M_TRIM_THRESHOLD, 4 * 1024 * 1024);
+	raise_nofile();
 	memset(&o, 0, sizeof(o));
 	if (parse_args(argc, argv, &o) < 0) {
 		usage(stderr);
@@ -401,6 +171,16 @@ main(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (o.http.n && http_check(&o.http) < 0)
+		return 2;
+	/* read after the daemon has gone to / */
+	if (o.http.token_file && realpath(o.http.token_file, tokens))
+		o.http.token_file = tokens;
+	if (o.log_level && log_set_level(o.log_level) < 0) {
+		fprintf(stderr, "queenfs: --log-level: error, warn, info or "
+		    "debug\n");
+		return 2;
+	}
 	if ((rc = db_path(o.db, db, sizeof(db))) < 0) {
 		fprintf(stderr, "queenfs: database path: %s\n", strerror(-rc));
 		return 1;
@@ -414,6 +194,15 @@ main(int argc, char **argv)
 		if ((slash = strrchr(fs.spool, '/')) != NULL)
 			*(slash == fs.spool ? slash + 1 : slash) = '\0';
 	}
+	{
+		char fallback[PATH_MAX + 16];
+		size_t sl = strlen(fs.spool);
+
+		snprintf(fallback, sizeof(fallback), "%s%squeenfs.log",
+		    fs.spool, sl && fs.spool[sl - 1] == '/' ? "" : "/");
+		if (log_choose(o.log, o.foreground, fallback) < 0)
+			return 2;
+	}
 	/* Open once here to report errors on the terminal; reopen after fork. */
 	if (open_store(db, sync, &q) < 0)
 		return 1;
@@ -425,6 +214,8 @@ main(int argc, char **argv)
 	fs.gid = getgid();
 	fs.started = fs_now();
 	fs.debug = o.debug;
+	if (!o.mountpoint)
+		return serve_http_only(&o, db, sync);
 	/* /proc/mounts is world-readable: never show a URI (credentials) */
 	if (snprintf(fsname, sizeof(fsname), "fsname=%s,subtype=queenfs",
 	    queen_path_is_pg(db) ? "postgresql" : db) >= (int)sizeof(fsname))
@@ -443,25 +234,40 @@ main(int argc, char **argv)
 		goto out_session;
 	if (fuse_session_mount(se, o.mountpoint) != 0)
 		goto out_signals;
+	if (order_start(se) != 0) {
+		fs_log("cannot read /dev/fuse through order.c");
+		goto out_unmount;
+	}
 	if (fuse_daemonize(o.foreground) != 0)
 		goto out_unmount;
-	if (!o.foreground) {
-		openlog("queenfs", LOG_PID, LOG_DAEMON);
-		use_syslog = true;
-	}
+	log_start();
 	if (o.added_dp)
 		fs_log("allow_other without default_permissions: added "
 		    "default_permissions, so that the kernel enforces the "
 		    "modes the mount shows");
 	if (open_store(db, sync, &q) < 0)
 		goto out_unmount;
-	if ((rc = engine_start(q)) < 0) {
-		fs_log("engine: %s", strerror(-rc));
+	if ((rc = spool_open(db, o.mountpoint, sync)) < 0) {
+		fs_log("spool: %s", strerror(-rc));
 		queen_close(q);
 		goto out_unmount;
 	}
-	if (!(lc = fuse_loop_cfg_create())) {
+	/* what the last run confirmed and did not publish, before serving */
+	stage_replay(q);
+	if ((rc = engine_start(q)) < 0) {
+		fs_logl(FSL_ERROR, "engine: %s", strerror(-rc));
+		queen_close(q);
+		goto out_unmount;
+	}
+	if (o.http.n && http_start(&o.http) < 0) {
 		engine_stop();
+		http_stop();
+		goto out_unmount;
+	}
+	if (!(lc = fuse_loop_cfg_create())) {
+		http_quiesce();
+		engine_stop();
+		http_stop();
 		goto out_unmount;
 	}
 	fuse_loop_cfg_set_clone_fd(lc, 0);
@@ -472,7 +278,9 @@ main(int argc, char **argv)
 	ret = fuse_session_loop_mt(se, lc) < 0 ? 1 : 0;
 	inval_stop();
 	fuse_loop_cfg_destroy(lc);
+	http_quiesce();
 	engine_stop();
+	http_stop();
 out_unmount:
 	fuse_session_unmount(se);
 out_signals:

@@ -48,13 +48,18 @@ static const struct dirtab api_tab[] = {
 
 static const struct dirtab sys_tab[] = {
 	{ "stats", K_SYS_STATS, NULL },
+	{ "queues", K_SYS_QUEUES, NULL },
 	{ "metrics", K_SYS_METRICS, NULL },
 	{ "version", K_SYS_VERSION, NULL },
 	{ "health", K_SYS_HEALTH, NULL },
 	{ NULL, 0, NULL },
 };
 
-/* The queue dir and a group dir share their first entries. */
+/*
+ * The queue dir and a group dir share their first entries: a group dir
+ * ends where the entries only a queue dir has begin (QUEUE_ONLY_FIRST).
+ */
+#define QUEUE_ONLY_FIRST "partitions"
 static const struct dirtab queue_tab[] = {
 	{ "config", K_CONFIG, NULL },
 	{ "stats", K_STATS, NULL },
@@ -65,12 +70,11 @@ static const struct dirtab queue_tab[] = {
 	{ "failed", K_SINK, "failed" },
 	{ "retry", K_SINK, "retry" },
 	{ "dlq", K_DLQ, "dlq" },
-	{ "partitions", K_PARTS, NULL },
+	{ QUEUE_ONLY_FIRST, K_PARTS, NULL },
 	{ "groups", K_GROUPS, NULL },
 	{ "timers", K_TIMERS, NULL },
 	{ NULL, 0, NULL },
 };
-#define GROUP_TAB_LEN 9 /* config .. dlq */
 
 static const struct dirtab *
 tab_of(enum kind dir, size_t *n)
@@ -96,9 +100,8 @@ tab_of(enum kind dir, size_t *n)
 		return NULL;
 	}
 	for (*n = 0; t[*n].name; (*n)++)
-		;
-	if (dir == K_GROUP)
-		*n = GROUP_TAB_LEN;
+		if (dir == K_GROUP && !strcmp(t[*n].name, QUEUE_ONLY_FIRST))
+			break;
 	return t;
 }
 
@@ -362,14 +365,6 @@ node_child(struct node *parent, const char *name, enum kind k)
 	link_name(n);
 	pthread_mutex_unlock(&fs_lock);
 	return n;
-}
-
-void
-node_ref_lookup(struct node *n)
-{
-	pthread_mutex_lock(&fs_lock);
-	n->nlookup++;
-	pthread_mutex_unlock(&fs_lock);
 }
 
 void

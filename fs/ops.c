@@ -79,7 +79,8 @@ entry_timeout_of(const struct node *n)
 {
 	switch (n->kind) {
 	case K_CONFIG: case K_STATS: case K_NEXT: case K_SEEK:
-	case K_LEASE_MSG: case K_SYS_STATS: case K_SYS_METRICS:
+	case K_LEASE_MSG: case K_SYS_STATS: case K_SYS_QUEUES:
+	case K_SYS_METRICS:
 	case K_SYS_HEALTH: case K_API_FILE:
 		return 1.0;
 	case K_PART:
@@ -111,6 +112,19 @@ reply_attr(fuse_req_t req, struct node *n)
 
 	node_attr(n, &st);
 	fuse_reply_attr(req, &st, timeout_of(n));
+}
+
+void
+reply_slice(fuse_req_t req, const char *text, size_t len, size_t size,
+    off_t off)
+{
+	if (off < 0 || (size_t)off >= len) {
+		fuse_reply_buf(req, NULL, 0);
+		return;
+	}
+	if (size > len - (size_t)off)
+		size = len - (size_t)off;
+	fuse_reply_buf(req, text + off, size);
 }
 
 struct handle *

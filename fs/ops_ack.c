@@ -188,14 +188,15 @@ static int
 stage_rename(fuse_req_t req, struct node *p, const char *name,
     const char *newname)
 {
+	enum pend_what w = p->kind == K_TIMERS ? PW_TIMER : PW_PUSH;
 	struct pending *pe, *old;
 
 	if (name[0] != '.')
 		return -EINVAL;
-	if (!(pe = pend_find(PW_PUSH, p->queue, p->part, name, fs_now())))
+	if (!(pe = pend_find(w, p->queue, p->part, name, fs_now())))
 		return -ENOENT;
 	if (node_staging_name(newname)) {
-		old = pend_find(PW_PUSH, p->queue, p->part, newname, fs_now());
+		old = pend_find(w, p->queue, p->part, newname, fs_now());
 		if (old)
 			pend_drop(old);
 		pend_put(old);
@@ -205,7 +206,8 @@ stage_rename(fuse_req_t req, struct node *p, const char *name,
 		fuse_reply_err(req, 0);
 		return 0;
 	}
-	if (!name_is_msg(newname) ||
+	if ((w == PW_TIMER ? !queen_name_valid(newname) :
+	    !name_is_msg(newname)) ||
 	    (p->kind == K_QUEUE && node_is_reserved(newname))) {
 		pend_put(pe);
 		return -EINVAL;
@@ -232,9 +234,14 @@ op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	    newname);
 	if (flags & ~RENAME_NOREPLACE)
 		rc = -EINVAL;
-	else if (np->kind == K_SINK || np->kind == K_DLQ)
+	else if (p->kind == K_DLQ_PART) {
+		if ((rc = dlq_rename(req, p, name, np, newname, what)) < 0)
+			fuse_reply_err(req, -rc);
+		return;
+	} else if (np->kind == K_SINK || np->kind == K_DLQ)
 		rc = ack_rename(req, p, name, np, newname, what);
-	else if (p == np && (p->kind == K_QUEUE || p->kind == K_PART))
+	else if (p == np && (p->kind == K_QUEUE || p->kind == K_PART ||
+	    p->kind == K_TIMERS))
 		rc = stage_rename(req, p, name, newname);
 	if (rc < 0) {
 		fs_log("rename %s: %s (%s)", what, rc == -EINVAL ?

@@ -218,7 +218,12 @@ op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	pe = pend_find(w, p->queue, w == PW_PUSH ? p->part : NULL, name,
 	    fs_now());
 	if (pe && (name[0] == '.' || !pe->pushed)) {
-		/* An unpublished file is forgotten, never pushed. */
+		/* An unpublished file is forgotten, never pushed, even if
+		 * it is still open: its bytes are thrown away. */
+		pthread_mutex_lock(&fs_lock);
+		pe->dead = true;
+		pthread_mutex_unlock(&fs_lock);
+		stage_remove(pe);
 		pend_drop(pe);
 		pend_put(pe);
 		node_unhash(p, name);
@@ -228,6 +233,13 @@ op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		}
 	} else {
 		pend_put(pe);
+	}
+	if (p->kind == K_DLQ_PART) {
+		int rc = dlq_unlink(req, p, name);
+
+		if (rc < 0)
+			fuse_reply_err(req, -rc);
+		return;
 	}
 	if (p->kind != K_KV_NS && p->kind != K_TIMERS) {
 		fuse_reply_err(req, EPERM);

@@ -40,6 +40,9 @@ open_run(struct job *j, struct queen *q)
 	case K_SYS_STATS:
 		j->rc = text_sys_stats(q, &oj->c, &h->text, &h->len);
 		break;
+	case K_SYS_QUEUES:
+		j->rc = text_sys_queues(q, &oj->c, &h->text, &h->len);
+		break;
 	case K_SYS_METRICS:
 		j->rc = text_metrics(q, &oj->c, &h->text, &h->len);
 		break;
@@ -78,7 +81,11 @@ open_reply(struct job *j)
 		handle_put(oj->h);
 }
 
-/* An open for write of a stored name: a new pending file under it. */
+/*
+ * An open for write: its own attempt under the name (first publish wins,
+ * the others are duplicates), so two opens never share bytes.  Dot-files
+ * are ordinary files, shared by every open of them.
+ */
 static int
 open_pending(struct node *n, struct handle *h, int flags)
 {
@@ -87,17 +94,17 @@ open_pending(struct node *n, struct handle *h, int flags)
 	struct pending *pe;
 
 	pthread_mutex_lock(&fs_lock);
-	if (n->kind == K_PENDING) {
+	if (n->kind == K_PENDING && n->pend->name[0] == '.') {
 		/* read under the lock: a lookup may swap (and free) n->pend */
 		pe = n->pend;
 		pe->refs++;
 		pe->excl = false;  /* it exists: this open is not the create */
-		if (!pe->buf)
-			pe->len = 0;  /* published: a new write starts afresh */
 		pthread_mutex_unlock(&fs_lock);
 		if (flags & O_TRUNC)
 			pend_truncate(pe, 0, fs_now());
 	} else {
+		if (n->kind == K_PENDING)
+			w = n->pend->what;
 		pthread_mutex_unlock(&fs_lock);
 		pe = pend_new(w, n->queue, w == PW_PUSH ? n->part : NULL,
 		    n->name, fs_now());
@@ -204,7 +211,7 @@ op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 			rc = open_pending(n, h, fi->flags);
 		if (n->kind == K_PENDING) {
 			pthread_mutex_lock(&fs_lock);
-			if (!h->pend && n->pend->buf) {
+			if (!h->pend && pend_held(n->pend)) {
 				h->pend = n->pend;
 				h->pend->refs++;
 			}
@@ -263,7 +270,8 @@ create_kind(struct node *p, const char *name, enum pend_what *w)
 		return queen_name_valid(name) ? 0 : -EINVAL;
 	case K_TIMERS:
 		*w = PW_TIMER;
-		return queen_name_valid(name) ? 0 : -EINVAL;
+		return queen_name_valid(name) || node_staging_name(name) ? 0 :
+		    -EINVAL;
 	default:
 		/* ack/ failed/ retry/ dlq/ leased/: mv's copy must fail */
 		return -EPERM;
@@ -342,41 +350,17 @@ op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	}
 }
 
+/*
+ * mknod(S_IFREG) would make a file that no close ever publishes: refused,
+ * so that its 0 never stands for a push that does not happen.  create(2)
+ * (open with O_CREAT) is the way to make a file here.
+ */
 void
 op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
     dev_t rdev)
 {
-	struct node *p = node_get(parent), *n;
-	int rc;
-
-	if (!p) {
-		fuse_reply_err(req, ENOENT);
-		return;
-	}
-	if (!S_ISREG(mode)) {
-		fs_log("mknod %s: only regular files (messages) are made here "
-		    "(EPERM)", name);
-		fuse_reply_err(req, EPERM);
-		return;
-	}
-	if ((rc = make_pending(p, name, O_EXCL, &n)) < 0) {
-		fuse_reply_err(req, -rc);
-		return;
-	}
-	reply_entry(req, n);
-}
-
-void
-reply_slice(fuse_req_t req, const char *text, size_t len, size_t size,
-    off_t off)
-{
-	if (off < 0 || (size_t)off >= len) {
-		fuse_reply_buf(req, NULL, 0);
-		return;
-	}
-	if (size > len - (size_t)off)
-		size = len - (size_t)off;
-	fuse_reply_buf(req, text + off, size);
+	fs_log("mknod %s: only open(O_CREAT) makes files here (EPERM)", name);
+	fuse_reply_err(req, EPERM);
 }
 
 void
@@ -394,30 +378,18 @@ op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return;
 	}
 	if (h->pend) {
-		pthread_mutex_lock(&fs_lock);
-		reply_slice(req, h->pend->buf, h->pend->len, size, off);
-		pthread_mutex_unlock(&fs_lock);
+		char *b = malloc(size ? size : 1);
+		ssize_t got = b ? pend_read(h->pend, b, size, off) : -ENOMEM;
+
+		if (got < 0)
+			fuse_reply_err(req, (int)-got);
+		else
+			fuse_reply_buf(req, b, (size_t)got);
+		free(b);
 	} else {
 		reply_slice(req, h->text, h->len, size, off);
 	}
 	handle_put(h);
-}
-
-/* Remember who wrote: only their close publishes (see ops_push.c). */
-static void
-note_writer(struct handle *h, uint64_t owner)
-{
-	pthread_mutex_lock(&fs_lock);
-	for (unsigned i = 0; i < h->nwriters && i < 8; i++) {
-		if (h->writers[i] == owner) {
-			pthread_mutex_unlock(&fs_lock);
-			return;
-		}
-	}
-	if (h->nwriters < 8)
-		h->writers[h->nwriters] = owner;
-	h->nwriters++;
-	pthread_mutex_unlock(&fs_lock);
 }
 
 void
@@ -440,8 +412,14 @@ op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 	if (!h->writable || h->pend) {
 		if (!h->writable)
 			rc = -EBADF;
-		else if ((rc = pend_write(h->pend, buf, size, off, fs_now())) == 0)
-			note_writer(h, fi->lock_owner);
+		else if ((rc = pend_refused(h->pend)) < 0)
+			;
+		else if (off >= 0 && (rc = push_write_check(h->pend,
+		    (size_t)off + size)) < 0)
+			push_refuse(h->pend, rc);
+		else if ((rc = pend_write(h->pend, buf, size, off,
+		    fs_now())) < 0)
+			push_refuse(h->pend, rc);  /* never a message with a hole */
 		if (rc == 0)
 			fuse_reply_write(req, size);
 		if (rc < 0)

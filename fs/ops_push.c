@@ -1,18 +1,14 @@
 /*
- * ops_push.c - publishing pending files: a flush (close) after write(2)
- * pushes a message, puts a KV value or schedules a timer, and answers only
- * after the engine's batch committed.  Only the flush of a process that
- * wrote publishes (FUSE gives both the same lock owner): `sh >` closes the
- * descriptor it dup2()ed before anything is written, and a child that
- * inherited the descriptor without writing, such as `sleep` in
- * `{ printf a; sleep 1; printf b; } > f`, closes it mid-file; while in
- * `sh -c 'head > f'` the writer is the child, and its close() must see the
- * error.  What is still unpublished at release (a file created but never
- * written) is published then.  Renaming a dot-file to a plain name in the same
- * directory publishes it too.  Dedup, size limits and every other rule are
- * core's: this file passes bytes and maps errors.
+ * ops_push.c - publishing pending files.  Every close(2) of a descriptor
+ * (FLUSH) with bytes not yet staged checks them against core's limits and
+ * stages them on disk (stage.c), so that close() reports a refusal; the
+ * last close of the open file (RELEASE) publishes the attempt once: a
+ * message, a KV value or a timer.  Renaming a dot-file to a plain name in
+ * the same directory publishes it too.  Dedup, size limits and every other
+ * rule are core's: this file passes bytes and maps errors.
  */
 #include <errno.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,8 +19,9 @@ struct push_job {
 	struct pending *pe;
 	struct node *parent;     /* rename: the directory */
 	char *txid, *oldname;    /* rename: the new and the staged names */
-	char *buf;
+	char *buf;               /* pend_snapshot's */
 	size_t len;
+	unsigned gen;
 	bool excl, dup;
 	struct handle *h;        /* release: freed after the push */
 };
@@ -88,7 +85,16 @@ push_done(struct push_job *pj)
 {
 	struct pending *pe = pj->pe;
 
-	/* A failed push is not retried: close() said nothing was pushed. */
+	/*
+	 * A release's publish that failed keeps its staged bytes for the
+	 * tick to publish (close() confirmed them); one that was published
+	 * lets them go.  A failed rename's push is not retried: rename
+	 * said nothing was pushed.
+	 */
+	if (pj->h && pj->j.rc == 0)
+		stage_remove(pe);
+	else if (pj->h)
+		stage_keep(pe);
 	pthread_mutex_lock(&fs_lock);
 	if (pj->j.rc == 0 && !pe->dirty) {
 		pe->pushed = true;
@@ -112,10 +118,13 @@ push_done(struct push_job *pj)
 		inval_later(pj->parent ? pj->parent->ino : pe->dir, pe->name);
 	}
 	fuse_reply_err(pj->j.req, -pj->j.rc);
+	pend_unsnap(pe, pj->buf, pj->len, pj->gen);
 	pend_put(pe);
-	free(pj->buf);
 	free(pj->txid);
 	free(pj->oldname);
+	/* the engine's copies of a big message go back to the system */
+	if (pj->len > PEND_MEM_ONE)
+		malloc_trim(0);
 }
 
 static void
@@ -135,10 +144,11 @@ push_job_new(fuse_req_t req, struct pending *pe, const char *txid)
 	pj->j.write = true;
 	pj->pe = pe;
 	pj->txid = strdup(txid);
-	pj->buf = pend_snapshot(pe, &pj->len);
+	pj->buf = pend_snapshot(pe, &pj->len, &pj->gen);
 	if (!pj->txid || !pj->buf) {
 		free(pj->txid);
-		free(pj->buf);
+		if (pj->buf)
+			pend_unsnap(pe, pj->buf, pj->len, pj->gen);
 		free(pj);
 		return NULL;
 	}
@@ -150,14 +160,176 @@ push_job_new(fuse_req_t req, struct pending *pe, const char *txid)
 	return pj;
 }
 
+/*
+ * The limits a staged attempt must meet, asked of core before the bytes
+ * are staged, so that close(2) reports them (the push itself waits for
+ * the release).  The flush waits for the answer on its own thread.
+ */
+struct check_job {
+	struct job j;
+	struct pending *pe;
+	size_t len;              /* the size to check: the file's, or more */
+	struct waitbox *wb;
+};
+
+/*
+ * Each queue's max_message_bytes as last asked (fs_lock): write(2) checks
+ * against it and asks again only when a write would pass it, so a limit
+ * raised since is never refused on an old figure.  A slot per queue name
+ * hash; a collision only means one more question.
+ */
+#define LIMIT_SLOTS 64
+static struct {
+	char queue[QUEEN_NAME_MAX + 1];
+	int64_t max;
+} limits[LIMIT_SLOTS];
+
+static unsigned
+limit_slot(const char *queue)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (const unsigned char *c = (const unsigned char *)queue; *c; c++)
+		h = (h ^ *c) * 1099511628211ull;
+	return (unsigned)(h % LIMIT_SLOTS);
+}
+
+struct waitbox {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool done;
+	int rc;
+};
+
+static void
+check_run(struct job *j, struct queen *q)
+{
+	struct pending *pe = ((struct check_job *)j)->pe;
+	int64_t max = 0;
+	size_t len;
+	char why[256];
+
+	pthread_mutex_lock(&fs_lock);
+	len = pe->len > ((struct check_job *)j)->len ? pe->len :
+	    ((struct check_job *)j)->len;
+	pthread_mutex_unlock(&fs_lock);
+	/* a store that stopped taking writes will not take this one */
+	if (queen_failed(q, why, sizeof(why))) {
+		j->rc = -EIO;
+		fs_log("push %s/%s: the store failed: %s (EIO)", pe->queue,
+		    pe->name, why);
+		return;
+	}
+	if (pe->what == PW_KV)
+		return;
+	if ((j->rc = queen_config_get(q, pe->queue, NULL, "max_message_bytes",
+	    &max)) < 0) {
+		fs_log("push %s/%s: %s (%s)", pe->queue, pe->name,
+		    queen_errmsg(q), errname(j->rc));
+		return;
+	}
+	if (strlen(pe->queue) <= QUEEN_NAME_MAX) {
+		unsigned i = limit_slot(pe->queue);
+		pthread_mutex_lock(&fs_lock);
+		strcpy(limits[i].queue, pe->queue);
+		limits[i].max = max;
+		pthread_mutex_unlock(&fs_lock);
+	}
+	if ((int64_t)len > max) {
+		j->rc = -EFBIG;
+		fs_log("push %s/%s: %zu bytes exceed max_message_bytes (%lld) "
+		    "of queue '%s' (EFBIG)", pe->queue, pe->name, len,
+		    (long long)max, pe->queue);
+	}
+}
+
+static void
+check_reply(struct job *j)
+{
+	struct waitbox *wb = ((struct check_job *)j)->wb;
+
+	pthread_mutex_lock(&wb->mu);
+	wb->rc = j->rc;
+	wb->done = true;
+	pthread_cond_signal(&wb->cv);
+	pthread_mutex_unlock(&wb->mu);
+}
+
+static int
+check_limits(struct pending *pe, size_t len)
+{
+	struct waitbox wb = { .mu = PTHREAD_MUTEX_INITIALIZER,
+	    .cv = PTHREAD_COND_INITIALIZER };
+	struct check_job *cj = job_new(sizeof(*cj), check_run, check_reply,
+	    NULL);
+
+	if (!cj)
+		return -ENOMEM;
+	cj->pe = pe;
+	cj->len = len;
+	cj->wb = &wb;
+	engine_submit(&cj->j);
+	pthread_mutex_lock(&wb.mu);
+	while (!wb.done)
+		pthread_cond_wait(&wb.cv, &wb.mu);
+	pthread_mutex_unlock(&wb.mu);
+	pthread_cond_destroy(&wb.cv);
+	pthread_mutex_destroy(&wb.mu);
+	return wb.rc;
+}
+
+/*
+ * A write that would make the file pass its queue's max_message_bytes is
+ * refused there (EFBIG), not at close.  KV values have no such limit.
+ */
+int
+push_write_check(struct pending *pe, size_t end)
+{
+	unsigned i;
+	bool known, over;
+
+	if (pe->what == PW_KV || pe->name[0] == '.' ||
+	    strlen(pe->queue) > QUEEN_NAME_MAX)
+		return 0;
+	i = limit_slot(pe->queue);
+	pthread_mutex_lock(&fs_lock);
+	known = strcmp(limits[i].queue, pe->queue) == 0;
+	over = known && (int64_t)end > limits[i].max;
+	pthread_mutex_unlock(&fs_lock);
+	if (known && !over)
+		return 0;
+	return check_limits(pe, end);
+}
+
+/* A refusal ends the attempt: nothing of it is published. */
+void
+push_refuse(struct pending *pe, int rc)
+{
+	pthread_mutex_lock(&fs_lock);
+	pe->dead = true;
+	pe->dirty = false;
+	pe->refused = rc;
+	pthread_mutex_unlock(&fs_lock);
+	stage_remove(pe);
+	/* the store answers for the name again */
+	pend_drop(pe);
+	inval_later(pe->dir, pe->name);
+}
+
+/*
+ * Every close(2) of a descriptor of the file (a dup, a child's exit, the
+ * shell restoring a redirection) sends FLUSH and waits for it: bytes not
+ * yet staged are checked and staged, so its 0 means they are kept.  A
+ * refusal kills the attempt: nothing of it is published, and every later
+ * close of it reports the same error.
+ */
 void
 op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct handle *h = (struct handle *)(uintptr_t)fi->fh;
 	struct pending *pe = h->pend;
-	struct push_job *pj;
-	bool dirty, wrote;
-	char *name;
+	bool need;
+	int rc;
 
 	if (h->node->kind == K_API_FILE) {
 		api_flush(req, h);
@@ -173,26 +345,24 @@ op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	pthread_mutex_lock(&fs_lock);
-	wrote = h->nwriters > 8;
-	for (unsigned i = 0; i < h->nwriters && i < 8; i++)
-		wrote = wrote || h->writers[i] == fi->lock_owner;
-	dirty = pe->written && pe->name[0] != '.' && wrote;
-	if (dirty)
-		h->nwriters = 0;
-	name = strdup(pe->name);
+	rc = pe->refused;
+	/*
+	 * An empty file has no bytes to keep (`sh` closes the descriptor
+	 * it dup2()ed before the command writes): it is checked and
+	 * published at its release.
+	 */
+	need = rc == 0 && !pe->dead && pe->dirty && !pe->staged &&
+	    pe->len > 0 && pe->name[0] != '.';
 	pthread_mutex_unlock(&fs_lock);
-	if (!dirty || !name) {
-		free(name);
-		fuse_reply_err(req, name ? 0 : ENOMEM);
+	if (!need) {
+		fuse_reply_err(req, -rc);
 		return;
 	}
-	pj = push_job_new(req, pe, name);
-	free(name);
-	if (!pj) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	engine_submit(&pj->j);
+	if ((rc = check_limits(pe, 0)) == 0)
+		rc = stage_save(pe);
+	if (rc < 0)
+		push_refuse(pe, rc);
+	fuse_reply_err(req, -rc);
 }
 
 /* rename(dir/.staged, dir/name): publish the staged bytes as name. */
@@ -205,7 +375,7 @@ push_rename(fuse_req_t req, struct node *dir, struct pending *pe,
 	pend_put(pe);  /* the caller's reference; the job holds its own */
 	if (!pj || !(pj->oldname = strdup(oldname))) {
 		if (pj) {
-			free(pj->buf);
+			pend_unsnap(pj->pe, pj->buf, pj->len, pj->gen);
 			free(pj->txid);
 			pend_put(pj->pe);
 			free(pj);
@@ -232,7 +402,12 @@ release_push_reply(struct job *j)
 	push_done(pj);
 }
 
-/* The last close of a file created but never written: publish it now. */
+/*
+ * The last reference to the open file is gone: publish the attempt, once.
+ * The job is submitted before this handler returns, and the kernel sends
+ * RELEASE before the closing process returns to user space, so whatever
+ * that process's parent does next (a pop) runs after the push.
+ */
 static bool
 release_push(fuse_req_t req, struct handle *h)
 {
@@ -244,7 +419,7 @@ release_push(fuse_req_t req, struct handle *h)
 	if (!pe || !h->writable)
 		return false;
 	pthread_mutex_lock(&fs_lock);
-	dirty = pe->dirty && pe->name[0] != '.';
+	dirty = pe->dirty && !pe->dead && pe->name[0] != '.';
 	name = strdup(pe->name);
 	pthread_mutex_unlock(&fs_lock);
 	pj = dirty && name ? push_job_new(req, pe, name) : NULL;
@@ -278,8 +453,8 @@ release_reply(struct job *j)
 	fuse_reply_err(j->req, 0);
 }
 
-void
-op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+static void
+release(fuse_req_t req, struct fuse_file_info *fi)
 {
 	struct handle *h = (struct handle *)(uintptr_t)fi->fh;
 	struct release_job *rj;
@@ -303,4 +478,13 @@ op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	rj->h = h;
 	engine_submit(&rj->j);
+}
+
+/* A RELEASE's publish is submitted before any later request runs (order.c). */
+void
+op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	order_test_delay();
+	release(req, fi);
+	order_release_done();
 }

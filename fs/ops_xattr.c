@@ -2,7 +2,7 @@
  * ops_xattr.c - user.queen.* extended attributes: the facts of a leased
  * message, a message of the log or a dead letter (read-only, from core),
  * the error text to attach to the next ack of a leased message (kept in
- * pending.c until the rename), and a KV key's TTL.  Attributes set on a
+ * note.c until the rename), and a KV key's TTL.  Attributes set on a
  * pending file by cp/mv/rsync are accepted and ignored.
  */
 #include <errno.h>

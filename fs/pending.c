@@ -1,29 +1,31 @@
 /*
- * pending.c - the layer's memory: files being written before their push
- * (staging buffers, pwrite semantics), error notes attached to leased
- * messages with setxattr before the rename that acks them, and the lease
- * ids this mount handed out or released.  All outlive the kernel's nodes,
- * so they are keyed by names, not inodes.  Everything here runs under
- * fs_lock; nothing here calls the engine.
+ * pending.c - files being written before their push (staging buffers,
+ * pwrite semantics), and fs_now.  Error notes are note.c's, the lease
+ * registry lease.c's.  Pending files outlive the kernel's nodes, so they
+ * are keyed by names, not inodes.  Everything here runs under fs_lock;
+ * nothing here calls the engine.
+ *
+ * An attempt's bytes are in the heap while it is at most PEND_MEM_ONE and
+ * all attempts' buffers together stay under PEND_MEM_ALL; past either
+ * bound they move to an unlinked file of the spool dir for good, and
+ * writes, truncates and reads go to that file.  A snapshot of a spilled
+ * attempt is a read-only mapping of the file; a write while one is mapped
+ * moves the attempt to a copy first, so that a mapping never changes or
+ * shrinks under its reader.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "fs.h"
 
 static struct pending *pends;
-
-struct note {
-	struct note *next;
-	char *lease, *txid, *error;
-	int64_t at;
-};
-
-static struct note *notes;
-static unsigned nnotes;
-static void note_free(struct note *n);
+static size_t mem_total;  /* the heap buffers of all attempts */
 
 int64_t
 fs_now(void)
@@ -55,13 +57,32 @@ alive(const struct pending *p, int64_t now)
 	return is_staging(p) && now - p->mtime < STAGING_STALE_MS;
 }
 
+/* The attempt's bytes go (its size stays).  fs_lock held, or p unshared. */
+static void
+drop_bytes(struct pending *p)
+{
+	if (p->cap)
+		mem_total -= p->cap;
+	free(p->buf);
+	p->buf = NULL;
+	p->cap = 0;
+	if (p->spill)
+		close(p->spill - 1);
+	p->spill = 0;
+	p->spill_maps = 0;
+}
+
 static void
 pend_free(struct pending *p)
 {
+	/* a spool file left here is an attempt nobody will publish */
+	if (p->stage)
+		unlink(p->stage);
+	free(p->stage);
 	free(p->queue);
 	free(p->part);
 	free(p->name);
-	free(p->buf);
+	drop_bytes(p);
 	free(p);
 }
 
@@ -164,9 +185,7 @@ pend_put(struct pending *p)
 	if (p->refs == 2 && p->pushed && !is_staging(p) && !in_table(p)) {
 		/* published, and only its node is left: the store has the
 		 * bytes now (reads go there), the size stays for stat */
-		free(p->buf);
-		p->buf = NULL;
-		p->cap = 0;
+		drop_bytes(p);
 	}
 	if (--p->refs == 0) {
 		bool listed = in_table(p);
@@ -179,20 +198,126 @@ pend_put(struct pending *p)
 	pthread_mutex_unlock(&fs_lock);
 }
 
+/* A failure to hold the bytes on disk, as write(2) answers it. */
 static int
-grow(struct pending *p, size_t need)
+spill_errno(struct pending *p, const char *what, int err)
+{
+	fs_log("%s %s%s%s/%s in %s: %s", what, p->queue,
+	    p->part ? "/partitions/" : "", p->part ? p->part : "", p->name,
+	    fs.spool, strerror(err));
+	return err == EDQUOT || err == EIO || err == EFBIG ? -err : -ENOSPC;
+}
+
+static int
+write_at(int fd, const char *buf, size_t size, off_t off)
+{
+	for (size_t at = 0; at < size;) {
+		ssize_t w = pwrite(fd, buf + at, size - at, off + (off_t)at);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -errno;
+		if (w == 0)
+			return -ENOSPC;
+		at += (size_t)w;
+	}
+	return 0;
+}
+
+static ssize_t
+read_at(int fd, char *buf, size_t size, off_t off)
+{
+	size_t at = 0;
+
+	while (at < size) {
+		ssize_t r = pread(fd, buf + at, size - at, off + (off_t)at);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == 0)
+			break;
+		at += (size_t)r;
+	}
+	return (ssize_t)at;
+}
+
+/* A copy of len bytes of the file from into the file to. */
+static int
+copy_fd(int from, int to, size_t len)
+{
+	char *b = malloc(PEND_MEM_ONE);
+	int rc = 0;
+
+	if (!b)
+		return -ENOMEM;
+	for (size_t at = 0; rc == 0 && at < len;) {
+		size_t n = len - at < PEND_MEM_ONE ? len - at : PEND_MEM_ONE;
+		ssize_t r = read_at(from, b, n, (off_t)at);
+
+		if (r < 0)
+			rc = (int)r;
+		else if ((size_t)r < n)
+			rc = -EIO;
+		else
+			rc = write_at(to, b, n, (off_t)at);
+		at += n;
+	}
+	free(b);
+	return rc;
+}
+
+/*
+ * Move the attempt's bytes so far to a new unlinked file of the spool
+ * dir: out of the heap, or away from a file a snapshot maps.  fs_lock held.
+ */
+static int
+spill(struct pending *p)
+{
+	char path[sizeof(fs.spool) + 32];
+	int fd, rc;
+
+	snprintf(path, sizeof(path), "%s/.queenfs-pend-XXXXXX", fs.spool);
+	if ((fd = mkstemp(path)) < 0)
+		return spill_errno(p, "cannot spill", errno);
+	unlink(path);
+	fcntl(fd, F_SETFD, FD_CLOEXEC);
+	if (p->spill)
+		rc = copy_fd(p->spill - 1, fd, p->len);
+	else
+		rc = write_at(fd, p->buf, p->len, 0);
+	if (rc < 0) {
+		close(fd);
+		return spill_errno(p, "spilling", -rc);
+	}
+	drop_bytes(p);
+	p->spill = fd + 1;
+	p->spill_gen++;
+	return 0;
+}
+
+/* Room for need bytes, in the heap or the spill file.  fs_lock held. */
+static int
+room(struct pending *p, size_t need)
 {
 	size_t cap = p->cap ? p->cap : 4096;
 	char *b;
 
 	if (need > PENDING_MAX)
 		return -EFBIG;
+	if (p->spill)
+		return p->spill_maps ? spill(p) : 0;
 	if (need <= p->cap)
 		return 0;
 	while (cap < need)
 		cap *= 2;
+	if (cap > PEND_MEM_ONE || mem_total - p->cap + cap > PEND_MEM_ALL)
+		return spill(p);
 	if (!(b = realloc(p->buf, cap)))
 		return -ENOMEM;
+	mem_total += cap - p->cap;
 	p->buf = b;
 	p->cap = cap;
 	return 0;
@@ -209,14 +334,20 @@ pend_write(struct pending *p, const char *buf, size_t size, off_t off,
 		return -EFBIG;
 	end = (size_t)off + size;
 	pthread_mutex_lock(&fs_lock);
-	if ((rc = grow(p, end)) == 0) {
+	if ((rc = room(p, end)) == 0 && p->spill) {
+		/* a gap before off is a hole: it reads as zeros */
+		if ((rc = write_at(p->spill - 1, buf, size, off)) < 0)
+			rc = spill_errno(p, "writing the spill file of", -rc);
+	} else if (rc == 0) {
 		if ((size_t)off > p->len)
 			memset(p->buf + p->len, 0, (size_t)off - p->len);
 		memcpy(p->buf + off, buf, size);
+	}
+	if (rc == 0) {
 		if (end > p->len)
 			p->len = end;
 		p->dirty = p->written = true;
-		p->pushed = false;
+		p->staged = p->pushed = false;
 		p->mtime = now;
 	}
 	pthread_mutex_unlock(&fs_lock);
@@ -231,16 +362,56 @@ pend_truncate(struct pending *p, off_t size, int64_t now)
 	if (size < 0 || (uint64_t)size > PENDING_MAX)
 		return -EFBIG;
 	pthread_mutex_lock(&fs_lock);
-	if ((rc = grow(p, (size_t)size)) == 0) {
-		if ((size_t)size > p->len)
-			memset(p->buf + p->len, 0, (size_t)size - p->len);
+	if (size == 0 && p->spill)
+		drop_bytes(p);  /* back to the heap, no copy to make */
+	if ((rc = room(p, (size_t)size)) == 0 && p->spill) {
+		if (ftruncate(p->spill - 1, size) < 0)
+			rc = spill_errno(p, "truncating the spill file of",
+			    errno);
+	} else if (rc == 0 && (size_t)size > p->len) {
+		memset(p->buf + p->len, 0, (size_t)size - p->len);
+	}
+	if (rc == 0) {
 		p->len = (size_t)size;
 		p->dirty = true;
-		p->pushed = false;
+		p->staged = p->pushed = false;
 		p->mtime = now;
 	}
 	pthread_mutex_unlock(&fs_lock);
 	return rc;
+}
+
+/* Whether the attempt still has its bytes.  fs_lock held. */
+bool
+pend_held(const struct pending *p)
+{
+	return p->buf || p->spill;
+}
+
+/* Up to size bytes at off of the attempt: how many, or a negative errno. */
+ssize_t
+pend_read(struct pending *p, char *buf, size_t size, off_t off)
+{
+	ssize_t n = 0;
+
+	if (off < 0)
+		return -EINVAL;
+	pthread_mutex_lock(&fs_lock);
+	if ((size_t)off < p->len) {
+		if (size > p->len - (size_t)off)
+			size = p->len - (size_t)off;
+		if (p->spill) {
+			n = read_at(p->spill - 1, buf, size, off);
+			if (n < 0)
+				fs_log("reading the spill file of %s/%s: %s",
+				    p->queue, p->name, strerror((int)-n));
+		} else if (p->buf) {
+			memcpy(buf, p->buf + off, size);
+			n = (ssize_t)size;
+		}
+	}
+	pthread_mutex_unlock(&fs_lock);
+	return n;
 }
 
 void
@@ -256,6 +427,17 @@ pend_rename(struct pending *p, const char *name)
 	pthread_mutex_unlock(&fs_lock);
 }
 
+int
+pend_refused(struct pending *p)
+{
+	int rc;
+
+	pthread_mutex_lock(&fs_lock);
+	rc = p->refused;
+	pthread_mutex_unlock(&fs_lock);
+	return rc;
+}
+
 void
 pend_drop(struct pending *p)
 {
@@ -264,18 +446,50 @@ pend_drop(struct pending *p)
 	pthread_mutex_unlock(&fs_lock);
 }
 
+/*
+ * The attempt's bytes as they are now: a heap copy while they are small
+ * (*gen 0), a read-only mapping of the spill file past that (*gen its
+ * generation).  Give them back with pend_unsnap.
+ */
 char *
-pend_snapshot(struct pending *p, size_t *len)
+pend_snapshot(struct pending *p, size_t *len, unsigned *gen)
 {
 	char *b;
 
 	pthread_mutex_lock(&fs_lock);
 	*len = p->len;
-	b = malloc(p->len ? p->len : 1);
-	if (b && p->len)
-		memcpy(b, p->buf, p->len);
+	*gen = 0;
+	if (p->spill && p->len) {
+		b = mmap(NULL, p->len, PROT_READ, MAP_PRIVATE, p->spill - 1, 0);
+		if (b == MAP_FAILED) {
+			fs_log("mapping the spill file of %s/%s: %s", p->queue,
+			    p->name, strerror(errno));
+			b = NULL;
+		} else {
+			*gen = p->spill_gen;
+			p->spill_maps++;
+		}
+	} else {
+		b = malloc(p->len ? p->len : 1);
+		if (b && p->len && p->buf)
+			memcpy(b, p->buf, p->len);
+	}
 	pthread_mutex_unlock(&fs_lock);
 	return b;
+}
+
+void
+pend_unsnap(struct pending *p, char *b, size_t len, unsigned gen)
+{
+	if (!gen) {
+		free(b);
+		return;
+	}
+	munmap(b, len);
+	pthread_mutex_lock(&fs_lock);
+	if (p->spill && p->spill_gen == gen && p->spill_maps)
+		p->spill_maps--;
+	pthread_mutex_unlock(&fs_lock);
 }
 
 size_t
@@ -321,250 +535,4 @@ pend_sweep(int64_t now)
 		}
 	}
 	pthread_mutex_unlock(&fs_lock);
-}
-
-static struct note **
-note_find(const char *lease, const char *txid)
-{
-	struct note **pp;
-
-	for (pp = &notes; *pp; pp = &(*pp)->next)
-		if (strcmp((*pp)->lease, lease) == 0 &&
-		    strcmp((*pp)->txid, txid) == 0)
-			break;
-	return pp;
-}
-
-void
-note_set(const char *lease, const char *txid, const char *error, int64_t now)
-{
-	struct note **pp, *n;
-	char *e = strdup(error);
-
-	if (!e)
-		return;
-	pthread_mutex_lock(&fs_lock);
-	pp = note_find(lease, txid);
-	if ((n = *pp) == NULL && (n = calloc(1, sizeof(*n))) != NULL) {
-		n->lease = strdup(lease);
-		n->txid = strdup(txid);
-		if (!n->lease || !n->txid) {
-			/* note_find compares both: never list a NULL */
-			note_free(n);
-			n = NULL;
-		} else {
-			n->next = notes;
-			notes = n;
-			nnotes++;
-		}
-	}
-	if (n && nnotes > NOTE_MAX) {
-		/* the newest are first: forget the oldest, whatever it said */
-		struct note **last = &notes;
-
-		while ((*last)->next)
-			last = &(*last)->next;
-		note_free(*last);
-		*last = NULL;
-		nnotes--;
-	}
-	if (n) {
-		free(n->error);
-		n->error = e;
-		n->at = now;
-	} else {
-		free(e);
-	}
-	pthread_mutex_unlock(&fs_lock);
-}
-
-static void
-note_free(struct note *n)
-{
-	free(n->lease);
-	free(n->txid);
-	free(n->error);
-	free(n);
-}
-
-char *
-note_take(const char *lease, const char *txid)
-{
-	struct note **pp, *n;
-	char *e = NULL;
-
-	pthread_mutex_lock(&fs_lock);
-	pp = note_find(lease, txid);
-	if ((n = *pp) != NULL) {
-		*pp = n->next;
-		e = n->error;
-		n->error = NULL;
-		note_free(n);
-		nnotes--;
-	}
-	pthread_mutex_unlock(&fs_lock);
-	return e;
-}
-
-char *
-note_get(const char *lease, const char *txid)
-{
-	struct note *n;
-	char *e = NULL;
-
-	pthread_mutex_lock(&fs_lock);
-	if ((n = *note_find(lease, txid)) != NULL && n->error)
-		e = strdup(n->error);
-	pthread_mutex_unlock(&fs_lock);
-	return e;
-}
-
-/* Notes outlive no lease: a day is longer than any sane lease_time. */
-void
-note_sweep(int64_t now)
-{
-	pthread_mutex_lock(&fs_lock);
-	for (struct note **pp = &notes; *pp;) {
-		struct note *n = *pp;
-		if (now - n->at > 86400 * 1000) {
-			*pp = n->next;
-			note_free(n);
-			nnotes--;
-		} else {
-			pp = &n->next;
-		}
-	}
-	pthread_mutex_unlock(&fs_lock);
-}
-
-/*
- * Lease ids handed out here, and what acks here took from them: a dead
- * lease keeps resolving (so an ack through it fails with ESTALE in rename
- * rather than ENOENT at lookup), except the messages already acked through
- * it and a lease acked whole.  Unknown ids never resolve.  A ring: the
- * oldest are forgotten.  Found through a hash of the id (chains of ring
- * slots, slot + 1 so that 0 ends one): a pop, the lookups of a leased
- * file and its ack each ask, and ids of one second share their first
- * dozen characters, so a walk of the ring cost 5% of a cycle.
- */
-#define LEASE_RING 4096
-#define LEASE_BUCKETS 8192
-#define LEASE_ACKED 8
-
-static struct {
-	char id[QUEEN_ID_LEN + 1];
-	int64_t first;          /* its first offset as first seen; 0: unknown */
-	bool whole;
-	unsigned next;          /* the next slot + 1 in its chain; 0: none */
-	char *acked[LEASE_ACKED];
-} leases[LEASE_RING];
-static unsigned lease_at;
-static unsigned lease_chain[LEASE_BUCKETS];   /* slot + 1; 0: empty */
-
-static unsigned
-lease_hash(const char *id)
-{
-	uint64_t h = 1469598103934665603ull;
-
-	for (const unsigned char *p = (const unsigned char *)id; *p; p++)
-		h = (h ^ *p) * 1099511628211ull;
-	return (unsigned)(h ^ h >> 32) % LEASE_BUCKETS;
-}
-
-static int
-lease_slot(const char *id)
-{
-	for (unsigned i = lease_chain[lease_hash(id)]; i; i = leases[i - 1].next)
-		if (strcmp(leases[i - 1].id, id) == 0)
-			return (int)i - 1;
-	return -1;
-}
-
-/* Take slot i out of its chain (it holds an id). */
-static void
-lease_unchain(unsigned i)
-{
-	unsigned *pp = &lease_chain[lease_hash(leases[i].id)];
-
-	while (*pp && *pp != i + 1)
-		pp = &leases[*pp - 1].next;
-	if (*pp)
-		*pp = leases[i].next;
-	leases[i].next = 0;
-}
-
-void
-lease_seen(const char *id, int64_t first)
-{
-	unsigned i, *head;
-	int at;
-
-	pthread_mutex_lock(&fs_lock);
-	if ((at = lease_slot(id)) >= 0) {
-		if (first > 0 && (!leases[at].first || first < leases[at].first))
-			leases[at].first = first;
-	} else if (strlen(id) <= QUEEN_ID_LEN) {
-		i = lease_at;
-		for (int k = 0; k < LEASE_ACKED; k++) {
-			free(leases[i].acked[k]);
-			leases[i].acked[k] = NULL;
-		}
-		if (leases[i].id[0])
-			lease_unchain(i);
-		strcpy(leases[i].id, id);
-		leases[i].first = first > 0 ? first : 0;
-		leases[i].whole = false;
-		head = &lease_chain[lease_hash(id)];
-		leases[i].next = *head;
-		*head = i + 1;
-		lease_at = (lease_at + 1) % LEASE_RING;
-	}
-	pthread_mutex_unlock(&fs_lock);
-}
-
-void
-lease_acked(const char *id, const char *txid)
-{
-	int i;
-
-	pthread_mutex_lock(&fs_lock);
-	if ((i = lease_slot(id)) >= 0 && !txid) {
-		leases[i].whole = true;
-	} else if (i >= 0) {
-		int k = 0;
-		while (k < LEASE_ACKED - 1 && leases[i].acked[k])
-			k++;
-		free(leases[i].acked[k]);
-		leases[i].acked[k] = strdup(txid);
-	}
-	pthread_mutex_unlock(&fs_lock);
-}
-
-/* The first offset of lease id as this mount saw it handed out (0: not). */
-int64_t
-lease_first(const char *id)
-{
-	int64_t first = 0;
-	int i;
-
-	pthread_mutex_lock(&fs_lock);
-	if ((i = lease_slot(id)) >= 0)
-		first = leases[i].first;
-	pthread_mutex_unlock(&fs_lock);
-	return first;
-}
-
-bool
-lease_known(const char *id, const char *txid)
-{
-	int i;
-	bool known;
-
-	pthread_mutex_lock(&fs_lock);
-	known = (i = lease_slot(id)) >= 0 && !leases[i].whole;
-	for (int k = 0; known && txid && k < LEASE_ACKED; k++)
-		if (leases[i].acked[k] && strcmp(leases[i].acked[k], txid) == 0)
-			known = false;
-	pthread_mutex_unlock(&fs_lock);
-	return known;
 }

@@ -355,6 +355,11 @@ text_metrics(struct queen *q, const struct cred *who, char **out,
 	    offsetof(struct queen_stats, leases));
 	family(f, &rs, "queenfs_dlq", "Dead letters.",
 	    offsetof(struct queen_stats, dlq));
+	family(f, &rs, "queenfs_lag", "Messages the group has yet to read "
+	    "(its depth).", offsetof(struct queen_stats, depth));
+	family(f, &rs, "queenfs_oldest_waiting_ms", "Age in milliseconds of "
+	    "the oldest message the group has yet to read (0: none).",
+	    offsetof(struct queen_stats, oldest_age));
 	free(rs.r);
 	counter(f, "queenfs_pushes_total", "counter", "Pushes since start.",
 	    c.pushes);

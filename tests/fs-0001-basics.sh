@@ -20,9 +20,9 @@ test_expect_success 'README describes the layout with examples' '
 	grep -q "mv " readme
 '
 
-test_expect_success 'sys/ holds stats, metrics, version, health' '
+test_expect_success 'sys/ holds stats, queues, metrics, version, health' '
 	ls "$MNT/sys" >actual &&
-	printf "%s\n" health metrics stats version >expect &&
+	printf "%s\n" health metrics queues stats version >expect &&
 	test_cmp expect actual
 '
 

@@ -1,6 +1,6 @@
 #!/bin/sh
 # fs-0003-push-rules: dot-file staging, deduplication (O_EXCL, idempotent
-# re-create, dedup_window), max_message_bytes at close(), and the name
+# re-create, dedup_window), max_message_bytes at write(), and the name
 # rules (invalid names, reserved names).
 . "$(dirname "$0")/lib.sh"
 mount_queenfs
@@ -178,8 +178,8 @@ test_expect_success 'a payload of exactly max_message_bytes is pushed' '
 	test_is 1 "$(pushed)" pushed
 '
 
-test_expect_success 'one byte over fails at close() with EFBIG and nothing is pushed' '
-	echo close:EFBIG >expect &&
+test_expect_success 'one byte over fails at write() with EFBIG and nothing is pushed' '
+	echo write:EFBIG >expect &&
 	sysc create "$Q/over" "$(printf "%01001d" 0)" >actual &&
 	test_cmp expect actual &&
 	test_is 1 "$(pushed)" pushed &&

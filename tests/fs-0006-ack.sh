@@ -1,5 +1,5 @@
 #!/bin/sh
-# fs-0006-ack: every rename of DESIGN.md's Acknowledging table with its
+# fs-0006-ack: every rename of docs/design.md#mount-ack's table with its
 # outcome (0, ESTALE, EALREADY, ENOENT, EINVAL, EPERM), the retry budget
 # and the DLQ (with user.queen.error), lease renewal by touch, lease expiry.
 . "$(dirname "$0")/lib.sh"

@@ -255,6 +255,14 @@ test_expect_success 'an invalid group name is refused' '
 	! grep -e "^bad name$" -e "^\.hidden$" actual
 '
 
+test_expect_success 'rmdir of a group with a live lease is ENOTEMPTY; acked, it goes' '
+	test_must_fail rmdir "$Q/groups/gd" &&
+	test -d "$Q/groups/gd" &&
+	for l in "$Q/groups/gd/leased/"*; do
+		mv "$l" "$Q/groups/gd/ack/" || return 1
+	done
+'
+
 test_expect_success 'rmdir of a group drops it; its dead letters stay listed under its name' '
 	rmdir "$Q/groups/gd" &&
 	ls "$Q/groups" >actual &&

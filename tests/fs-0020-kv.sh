@@ -1,5 +1,5 @@
 #!/bin/sh
-# fs-0020-kv: KV state through kv/<ns>/<key> (DESIGN.md "KV"): read = get,
+# fs-0020-kv: KV state through kv/<ns>/<key> (docs/design.md#mount-kv): read = get,
 # write + close = put, O_CREAT|O_EXCL = putIfAbsent (EEXIST), rm = delete,
 # ls = the live keys, user.queen.ttl expiry, mkdir/rmdir of a namespace,
 # EINVAL for bad names, and one KV seen the same through the mount and

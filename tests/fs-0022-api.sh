@@ -1,7 +1,6 @@
 #!/bin/sh
-# fs-0022-api: the api/ JSON files (DESIGN.md "Transactions and the api/
-# files") through the mount: api/push, api/pop, api/ack (seed 000's wire
-# shape and honesty guarantees in one call), api/renew; base64 and JSON
+# fs-0022-api: the api/ JSON files (docs/design.md#mount-api) through the mount: api/push, api/pop, api/ack (its wire
+# shape and both honesty guarantees in one call, design.md#clamp), api/renew; base64 and JSON
 # payloads; malformed, mistyped, unknown and oversize requests answer a
 # JSON error and write nothing; a request closed without reading runs (or
 # is refused whole) and close() says how it went.
@@ -171,7 +170,7 @@ eq({"success": True, "leaseId": None, "messages": []}, api("pop", {"queue": "aut
 EOF
 '
 
-test_expect_success 'api/ack single: a top-level array of exactly the seed fields' '
+test_expect_success 'api/ack single: a top-level array of exactly the contract fields' '
 	python3 <<\EOF
 from qapi import *
 api("push", {"items": [{"queue": "k", "transactionId": "s1", "payload": 1}]})
@@ -185,7 +184,7 @@ eq([], ls("queues/k/leased"), "leased/")
 EOF
 '
 
-test_expect_success 'seed 000 in one api/ack: m1 completed, m2 failed, m3 m4 completed' '
+test_expect_success 'the clamp in one api/ack: m1 completed, m2 failed, m3 m4 completed' '
 	python3 <<\EOF
 from qapi import *
 api("push", {"items": [{"queue": "h", "transactionId": "m%d" % i, "payload": i} for i in (1, 2, 3, 4)]})

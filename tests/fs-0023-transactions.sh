@@ -1,6 +1,6 @@
 #!/bin/sh
 # fs-0023-transactions: api/transaction through the mount, sentence by
-# sentence of seeds/002 (transactions): one call writes acks, pushes, KV
+# sentence of docs/design.md#transactions: one call writes acks, pushes, KV
 # and timers as one unit; each rollback reason writes nothing at all (no
 # push, no KV key, no timer, cursor and lease as they were); the checks run
 # acks, pushes, KV, timers and the first refusal names the reason; the

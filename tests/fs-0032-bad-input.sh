@@ -123,12 +123,12 @@ test_expect_success 'an empty payload is one message' '
 	test_is 0 "$(wc -c <"$Q/partitions/default/empty2")" bytes
 '
 
-test_expect_success 'max_message_bytes exactly is fine, one more is EFBIG at close' '
+test_expect_success 'max_message_bytes exactly is fine, one more is EFBIG at write' '
 	before=$(stat_of "$Q/stats" messages) &&
 	echo ok >expect &&
 	sysc create "$Q/max" "$(printf "%01000d" 7)" >actual && test_cmp expect actual &&
 	test_is 1000 "$(wc -c <"$Q/partitions/default/max")" bytes &&
-	echo close:EFBIG >expect &&
+	echo write:EFBIG >expect &&
 	sysc create "$Q/over" "$(printf "%01001d" 7)" >actual && test_cmp expect actual &&
 	sysc create "$Q/partitions/p2/over" "$(printf "%01001d" 7)" >actual && test_cmp expect actual &&
 	test_path_is_missing "$Q/partitions/default/over" &&

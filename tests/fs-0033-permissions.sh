@@ -1,8 +1,7 @@
 #!/bin/sh
 # fs-0033-permissions: with `-o allow_other,default_permissions` each queue,
 # group and KV namespace has an owner and a mode (mkdir sets them, chmod
-# and chown change them) and the kernel enforces them (DESIGN.md,
-# "Durability, concurrency, failure").  Runs as root and acts as two
+# and chown change them) and the kernel enforces them (docs/design.md#durability).  Runs as root and acts as two
 # throwaway uids through setpriv: a user without rights cannot push, pop,
 # ack, read payloads or the log, change config, seek, or read or write KV;
 # chown or chmod gives those rights at once (also below the queue, where

@@ -40,6 +40,8 @@ test_expect_success 'mkdir and push through A: B sees the queue and the payload'
 	grep -qx q actual &&
 	printf "hello from A" >"$A/queues/q/m1" &&
 	printf "hello from A" >expect &&
+	# published by the RELEASE on A, which runs after the close returned
+	wait_until 10 "test -f \"$B/queues/q/partitions/default/m1\"" &&
 	test_cmp expect "$B/queues/q/partitions/default/m1" &&
 	test_is 1 "$(stat_of "$C/queues/q/stats" depth)" "depth through C"
 '

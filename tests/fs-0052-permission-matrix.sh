@@ -208,6 +208,13 @@ test_expect_success 'the owner sets user.queen.error and acks failed: the DLQ ke
 	test_is "bad input" "$(cat err)" "dead letter error"
 '
 
+test_expect_success 'a reader may not requeue or purge a dead letter: EACCES' '
+	state >before &&
+	expect_as $U2 rename:EACCES rename "$Q/dlq/default/m1" "$Q/m1" &&
+	expect_as $U2 unlink:EACCES unlink "$Q/dlq/default/m1" &&
+	state >after && test_cmp before after
+'
+
 test_expect_success 'the owner renews by touch, acks, retries and dead-letters' '
 	upop $U1 "$Q" && L=$LINE &&
 	e1=$(getfattr --absolute-names -n user.queen.lease_expires_at --only-values "$Q/$L") &&

@@ -8,6 +8,10 @@
 # with its square (a lookup, its xattrs and its open read one row each).
 # An api/ request past 256 KiB is kept in an unlinked spool file, not the
 # heap, and the daemon's RSS goes back near idle once it has run.  The daemon's RSS after such listings stays bounded.
+# An open file's bytes past 64 KiB (or past 4 MiB of such buffers in all)
+# are held in an unlinked spool file: files held open do not grow the
+# daemon's RSS, every byte is published, and a spill that cannot be made
+# fails the write (and the close) with ENOSPC and a log line.
 . "$(dirname "$0")/lib.sh"
 mount_queenfs
 export MNT
@@ -23,11 +27,166 @@ sys_stat () {
 }
 
 # RSS says nothing under a sanitizer (shadow memory, quarantined frees)
-grep -qa __asan_init "$QUEENFS" || test_set_prereq RSS
+grep -qa -e __asan_init -e __tsan_init "$QUEENFS" || test_set_prereq RSS
 
 rss_kib () {
 	awk -v k="$1:" '$1 == k { print $2 }' "/proc/$DAEMON_PID/status"
 }
+
+# spill_fds: the daemon's descriptors on unlinked spill files of open files
+spill_fds () {
+	ls -l "/proc/$DAEMON_PID/fd" 2>/dev/null | grep -c "queenfs-pend-.*(deleted)"
+}
+export DAEMON_PID TRASH
+
+# hold.py DIR COUNT BYTES: write COUNT files of BYTES random bytes each
+# into DIR without closing them, copies into $TRASH/copies/; print the
+# daemon's VmRSS (kB) and spill descriptors while all are open; then close
+# them all.
+cat >"$TRASH/hold.py" <<-\PYEOF
+import os, sys
+d, count, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+pid = os.environ["DAEMON_PID"]
+os.makedirs(os.environ["TRASH"] + "/copies", exist_ok=True)
+def rss():
+    with open("/proc/%s/status" % pid) as f:
+        for l in f:
+            if l.startswith("VmRSS:"):
+                return int(l.split()[1])
+def spills():
+    n = 0
+    for e in os.listdir("/proc/%s/fd" % pid):
+        try:
+            t = os.readlink("/proc/%s/fd/%s" % (pid, e))
+        except OSError:
+            continue
+        n += "queenfs-pend-" in t and t.endswith("(deleted)")
+    return n
+fds, peak = [], 0
+for i in range(count):
+    fd = os.open("%s/f%03d" % (d, i), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    data = os.urandom(size)
+    with open(os.environ["TRASH"] + "/copies/f%03d" % i, "wb") as c:
+        c.write(data)
+    for at in range(0, size, 1 << 20):
+        os.write(fd, data[at:at + (1 << 20)])
+    fds.append(fd)
+    peak = max(peak, rss())
+print(peak, rss(), spills())
+for fd in fds:
+    os.close(fd)
+PYEOF
+
+test_expect_success 'eight files of 15 MiB held open at once: spilled to disk, RSS under 64 MiB, exact bytes after the closes' '
+	mkdir "$MNT/queues/hold" &&
+	idle=$(rss_kib VmRSS) &&
+	"$PYTHON3" "$TRASH/hold.py" "$MNT/queues/hold" 8 $((15 << 20)) >held &&
+	read peak open spills <held &&
+	diag "VmRSS idle $idle kB, highest while writing $peak kB, all open $open kB, $spills spill files" &&
+	test_is 8 "$spills" "spill files while open" &&
+	if test_have_prereq RSS; then test "$peak" -lt 65536; fi &&
+	wait_until 60 "test \$(stat_of \"$MNT/queues/hold/stats\" messages) = 8" &&
+	for i in 000 001 002 003 004 005 006 007; do
+		cmp "$TRASH/copies/f$i" "$MNT/queues/hold/partitions/default/f$i" || return 1
+	done &&
+	wait_until 30 "test \$(spill_fds) = 0" &&
+	after=$(rss_kib VmRSS) &&
+	diag "VmRSS after the closes $after kB" &&
+	if test_have_prereq RSS; then test "$after" -lt $((idle + 16384)); fi
+'
+
+test_expect_success '200 files of 100 KiB held open at once: spilled, RSS under 64 MiB, exact bytes' '
+	mkdir "$MNT/queues/many" &&
+	idle=$(rss_kib VmRSS) &&
+	"$PYTHON3" "$TRASH/hold.py" "$MNT/queues/many" 200 102400 >held &&
+	read peak open spills <held &&
+	diag "VmRSS idle $idle kB, highest while writing $peak kB, all open $open kB, $spills spill files" &&
+	test_is 200 "$spills" "spill files while open" &&
+	if test_have_prereq RSS; then test "$peak" -lt 65536; fi &&
+	wait_until 60 "test \$(stat_of \"$MNT/queues/many/stats\" messages) = 200" &&
+	i=0 && while test $i -lt 200; do
+		f=$(printf "f%03d" $i) &&
+		cmp "$TRASH/copies/$f" "$MNT/queues/many/partitions/default/$f" || return 1
+		i=$((i + 1))
+	done &&
+	wait_until 30 "test \$(spill_fds) = 0" &&
+	after=$(rss_kib VmRSS) &&
+	diag "VmRSS after the closes $after kB" &&
+	if test_have_prereq RSS; then test "$after" -lt $((idle + 16384)); fi
+'
+
+test_expect_success 'small files held open stay in memory; read back while open, past the spill too' '
+	mkdir "$MNT/queues/small" &&
+	"$PYTHON3" - <<-\PYEOF
+	import os
+	q = os.environ["MNT"] + "/queues/small/"
+	pid = os.environ["DAEMON_PID"]
+	def spills():
+	    return sum("queenfs-pend-" in os.readlink("/proc/%s/fd/%s" % (pid, e))
+	               for e in os.listdir("/proc/%s/fd" % pid))
+	fds = [os.open(q + "s%d" % i, os.O_RDWR | os.O_CREAT, 0o644) for i in range(10)]
+	for fd in fds:
+	    os.write(fd, b"a" * 1000)
+	assert spills() == 0, "10 files of 1000 bytes: in memory (%d spilled)" % spills()
+	# grow one past 64 KiB: a gap, then bytes; it reads back whole, zeros in the gap
+	os.pwrite(fds[0], b"z" * 100, 200000)
+	assert spills() == 1, "one spilled (%d)" % spills()
+	got = os.pread(fds[0], 300000, 0)
+	assert got == b"a" * 1000 + bytes(199000) + b"z" * 100, "read back %d bytes" % len(got)
+	os.ftruncate(fds[0], 500)
+	assert os.pread(fds[0], 1000, 0) == b"a" * 500, "truncated"
+	os.ftruncate(fds[0], 70000)
+	os.pwrite(fds[0], b"end", 70000)
+	for fd in fds:
+	    os.close(fd)
+	PYEOF
+	wait_until 30 "test \$(stat_of \"$MNT/queues/small/stats\" messages) = 10" &&
+	"$PYTHON3" -c "
+import os
+b = open(os.environ[\"MNT\"] + \"/queues/small/partitions/default/s0\", \"rb\").read()
+assert b == b\"a\" * 500 + bytes(69500) + b\"end\", len(b)
+"
+'
+
+test_expect_success 'a spilled file written by several children of one open file: every close stages it, one message of every byte' '
+	mkdir "$MNT/queues/kids" &&
+	head -c 300000 /dev/urandom >a &&
+	head -c 500000 /dev/urandom >b &&
+	head -c 70000 /dev/urandom >c &&
+	( cat a; cat b; ( cat c ) ) >"$MNT/queues/kids/x" &&
+	cat a b c >want &&
+	cmp want "$MNT/queues/kids/partitions/default/x" &&
+	wait_until 30 "test \$(spill_fds) = 0"
+'
+
+test_expect_success 'a spill that cannot be made: ENOSPC at the write and the close, the reason in the log, nothing published' '
+	mkdir "$MNT/queues/nospill" &&
+	low=$(ls "/proc/$DAEMON_PID/fd" | sort -n | awk "BEGIN { n = 0 } \$1 == n { n++ } END { print n }") &&
+	diag "the lowest free descriptor of the daemon: $low" &&
+	hard=$(awk "/^Max open files/ { print \$5 }" "/proc/$DAEMON_PID/limits") &&
+	soft=$(awk "/^Max open files/ { print \$4 }" "/proc/$DAEMON_PID/limits") &&
+	prlimit --pid "$DAEMON_PID" --nofile="$low:$hard" &&
+	"$PYTHON3" - >out <<-\PYEOF
+	import errno, os
+	p = os.environ["MNT"] + "/queues/nospill/big"
+	fd = os.open(p, os.O_WRONLY | os.O_CREAT, 0o644)
+	os.write(fd, b"x" * 1000)
+	try:
+	    os.write(fd, b"y" * 100000)
+	    print("wrote")
+	except OSError as e:
+	    print(errno.errorcode[e.errno])
+	try:
+	    os.close(fd)
+	    print("closed")
+	except OSError as e:
+	    print(errno.errorcode[e.errno])
+	PYEOF
+	prlimit --pid "$DAEMON_PID" --nofile="$soft:$hard" &&
+	test_is "ENOSPC ENOSPC" "$(echo $(cat out))" "the write past 64 KiB, the close" &&
+	grep -q "cannot spill nospill/big in .*: Too many open files" "$DAEMON_LOG" &&
+	test_is 0 "$(stat_of "$MNT/queues/nospill/stats" messages)" messages
+'
 
 test_expect_success "push $MEM_MSGS messages into one partition through api/push" '
 	mkdir "$MNT/queues/big" &&

@@ -1,6 +1,6 @@
 /*
- * t-ack.c - ack resolution as in seed 000 (acknowledgement is an offset
- * commit): the ack window, implicit completion, status normalisation, the
+ * t-ack.c - ack resolution as in docs/design.md#offset-commit (an ack
+ * commits an offset): the ack window, implicit completion, status normalisation, the
  * clamp rule, the "reported, not swallowed" table, leases and the retry
  * budget.  Each case runs on a fresh store.
  */
@@ -14,52 +14,52 @@
 #define Q "orders"
 #define G "billing"
 
-/* The seed: a pop delivers 100..109 and only 109 is acked completed. */
+/* design.md#offset-commit: a pop delivers 100..109 and only 109 is acked completed. */
 static void
-test_seed_offset_commit(void)
+test_offset_commit_example(void)
 {
 	struct fix f;
-	struct queen *q = fix_open(&f, "ack-seed");
+	struct queen *q = fix_open(&f, "ack-example");
 	struct queen_batch *b = NULL;
 	struct queen_lease_info li;
 	struct queen_ack_result r;
 	int rc;
 
-	is_int(pushn(q, Q, NULL, "m", 109), 0, "seed: push 109 messages");
-	is_int(queen_group_ensure(q, Q, G), 0, "seed: group ensured");
+	is_int(pushn(q, Q, NULL, "m", 109), 0, "example: push 109 messages");
+	is_int(queen_group_ensure(q, Q, G), 0, "example: group ensured");
 	is_int(queen_seek(q, Q, G, NULL, QUEEN_POS_OFFSET, 100), 0,
-	    "seed: seek to offset 100");
+	    "example: seek to offset 100");
 	rc = pop1(q, Q, NULL, G, 10, &b);
-	is_int(rc, 0, "seed: pop batch 10");
+	is_int(rc, 0, "example: pop batch 10");
 	if (rc == 0) {
-		is_int((int64_t)b->n, 10, "seed: pop delivers ten messages");
-		is_int(b->msgs[0].offset, 100, "seed: first offset is 100");
+		is_int((int64_t)b->n, 10, "example: pop delivers ten messages");
+		is_int(b->msgs[0].offset, 100, "example: first offset is 100");
 		is_int(b->msgs[b->n - 1].offset, 109,
-		    "seed: last offset is 109");
+		    "example: last offset is 109");
 		is_str(b->msgs[b->n - 1].txid, "m109",
-		    "seed: offset 109 is txid m109");
+		    "example: offset 109 is txid m109");
 		rc = ack1(q, Q, NULL, G, "m109", "completed", b->lease_id, &r);
-		is_int(rc, 0, "seed: ack call ran");
-		ok(r.success, "seed: ack of 109 succeeds");
-		ok(!r.noop, "seed: ack of 109 is not a noop");
-		ok(r.lease_released, "seed: acking the span end releases "
+		is_int(rc, 0, "example: ack call ran");
+		ok(r.success, "example: ack of 109 succeeds");
+		ok(!r.noop, "example: ack of 109 is not a noop");
+		ok(r.lease_released, "example: acking the span end releases "
 		    "the lease");
 		is_int(committed(q, Q, G, NULL), 109,
-		    "seed: cursor lands on 109 (100..108 implicitly "
+		    "example: cursor lands on 109 (100..108 implicitly "
 		    "completed)");
 		is_int(queen_lease_get(q, b->lease_id, &li), -ESTALE,
-		    "seed: the batch's lease is finished");
+		    "example: the batch's lease is finished");
 		queen_batch_free(b);
 		is_int(pop1(q, Q, NULL, G, 10, &b), -EAGAIN,
-		    "seed: nothing of 100..109 redelivers");
+		    "example: nothing of 100..109 redelivers");
 		queen_batch_free(b);
 	}
 	fix_close(&f);
 }
 
-/* The seed: m1 completed, m2 failed, m3 completed, m4 completed. */
+/* design.md#clamp: m1 completed, m2 failed, m3 completed, m4 completed. */
 static void
-test_seed_clamp(void)
+test_clamp_example(void)
 {
 	struct fix f;
 	struct queen *q = fix_open(&f, "ack-clamp");
@@ -260,9 +260,10 @@ precedence_case(const char *s1, const char *s2, const char *name,
 }
 
 /*
- * A lone signal above a silent gap: the seed reads silence as done and a
- * signal as "clamp below me"; whether the gap commits is reported, not
- * asserted, because the seed's text and diagram can be read both ways.
+ * A lone signal above a silent gap: design.md#clamp reads silence as
+ * done and a signal as "clamp below me"; whether the gap commits is
+ * reported, not asserted: docs/engine.md, "Decisions where the contract
+ * is silent", says which way the engine reads it.
  */
 static void
 test_gap_below_signal(void)
@@ -961,8 +962,8 @@ int
 main(void)
 {
 	plan_lazy();
-	test_seed_offset_commit();
-	test_seed_clamp();
+	test_offset_commit_example();
+	test_clamp_example();
 	test_implicit_completion();
 	test_status_normalisation();
 	test_lowest_signal_clamps();

@@ -1,8 +1,8 @@
 /*
- * t-api.c - the JSON front end (queen_api) in the seeds' wire shapes:
- * api/ack (top-level array, the honesty guarantees of seed 000), api/push
+ * t-api.c - the JSON front end (queen_api) in the wire shapes of docs/design.md:
+ * api/ack (top-level array, both honesty guarantees), api/push
  * (per-item results, generated ids, base64 and JSON payloads), api/pop,
- * api/renew, and api/transaction (seed 002): every rollback reason with a
+ * api/renew, and api/transaction (design.md#transactions): every rollback reason with a
  * check that nothing at all was written, the worker A / worker B story,
  * requiredLeases, and a committed step with its per-part results.
  * Answers are parsed with jansson.  Each case runs on a fresh store.
@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "../core/core.h"
+#include "../core/queen_api.h"
 #include "qtest.h"
 #include "tap.h"
 
@@ -175,7 +176,7 @@ setup(struct fix *f, const char *name, bool with_out, struct env *e)
 	return q;
 }
 
-/* The seed's whole step: ack, push a receipt, put KV, schedule a timer. */
+/* design.md#transactions' whole step: ack, push a receipt, put KV, schedule a timer. */
 static json_t *
 step_req(const char *pid, const char *lease, const char *txid,
     const char *receipt)
@@ -244,7 +245,7 @@ test_ack(void)
 	snprintf(pid_s, sizeof(pid_s), "%s", pid ? pid : "");
 	json_decref(a);
 
-	/* the seed: m1 completed, m2 failed, m3 completed, m4 completed */
+	/* design.md#clamp: m1 completed, m2 failed, m3 completed, m4 completed */
 	acks = json_array();
 	for (i = 0; i < 4; i++) {
 		char tx[24];
@@ -896,7 +897,7 @@ test_txn_ab(void)
 	is_int(lease_count(q, Q, G), 0, "ab: L2 released by B's ack");
 	fix_close(&f);
 
-	/* the seed: an ack without consumerGroup is judged in queue mode */
+	/* design.md#transactions: an ack without consumerGroup is judged in queue mode */
 	q = setup(&f, "api-txn-nogroup", false, &e);
 	snap(q, e.lease, &w);
 	{

@@ -1,6 +1,6 @@
 /*
  * t-fault.c - storage faults through the C API, with the "queen-fault" VFS
- * (queen_options.fault): after an injected fsync or write failure the call
+ * (queen_tune.fault): after an injected fsync or write failure the call
  * fails with -EIO, queen_failed() says why, every later write is refused,
  * reads still work, and a reopen without the fault finds every write that
  * returned 0 and a store that passes PRAGMA integrity_check.
@@ -20,10 +20,12 @@ static int
 open_fault(struct fix *f, const char *fault, struct queen **out)
 {
 	struct queen_options o = { 0 };
+	struct queen_tune tune = { 0 };
 
 	o.path = f->path;
 	o.sync = QUEEN_SYNC_FULL;
-	o.fault = fault;
+	tune.fault = fault;
+	o.tune = &tune;
 	return queen_open(&o, out);
 }
 
@@ -226,7 +228,7 @@ deferred(void)
 		return;
 	}
 	f.q = q;
-	is_int(queen_batch_begin_deferred(q), 0, "deferred: begin");
+	is_int(queen_batch_begin(q, QUEEN_BATCH_DEFERRED), 0, "deferred: begin");
 	ok(push1(q, Q, "p", "d1", "d1") > 0, "deferred: a push");
 	is_int(queen_batch_commit(q), 0,
 	    "deferred: the commit itself does not sync");
@@ -237,7 +239,7 @@ deferred(void)
 	ok(queen_failed(q, why, sizeof(why)) &&
 	    strstr(why, "fsync of the log failed"), "deferred: why: %s", why);
 	is_int(push1(q, Q, "p", "d2", "d2"), -EIO, "deferred: a later push");
-	is_int(queen_batch_begin_deferred(q), -EIO, "deferred: a later batch");
+	is_int(queen_batch_begin(q, QUEEN_BATCH_DEFERRED), -EIO, "deferred: a later batch");
 	queen_close(q);
 	f.q = NULL;
 	integrity(f.path, ic, sizeof(ic));

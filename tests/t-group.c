@@ -248,6 +248,11 @@ test_delete(void)
 	}
 	pop1(q, Q, NULL, "g", 1, &b);
 	is_int(dlq_count(q, Q, "g", NULL), 1, "delete: one dead letter");
+	is_int(queen_group_delete(q, Q, "g"), -ENOTEMPTY,
+	    "delete: refused while a lease is live");
+	is_int(queen_group_get(q, Q, "g", &gi), 0, "delete: still there");
+	if (b)
+		ack1(q, Q, NULL, "g", b->msgs[0].txid, NULL, b->lease_id, &r);
 	is_int(queen_group_delete(q, Q, "g"), 0, "delete: ok");
 	is_int(queen_group_get(q, Q, "g", &gi), -ENOENT, "delete: gone");
 	if (b)

@@ -1,6 +1,6 @@
 /*
  * t-lease.c - the mount's memory of the lease ids it handed out
- * (fs/pending.c), without a mount: the last 4096 resolve, older ones are
+ * (fs/lease.c), without a mount: the last 4096 resolve, older ones are
  * forgotten, and acks through one hide what they took.  Many times round
  * the ring, so that a slot reused without leaving its old chain would
  * show (a lookup that never ends: the alarm fails the test).
@@ -15,7 +15,7 @@
 
 #include "tap.h"
 
-/* fs/pending.c, declared here to keep FUSE headers out of the test */
+/* fs/lease.c, declared here to keep FUSE headers out of the test */
 void lease_seen(const char *id, int64_t first);
 int64_t lease_first(const char *id);
 void lease_acked(const char *id, const char *txid);

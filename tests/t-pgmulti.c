@@ -84,7 +84,7 @@ test_cross_handles(void)
 
 	/* a lease taken in an open transaction: the row is locked, and the
 	 * other handle skips the partition without waiting */
-	is_int(queen_batch_begin(a), 0, "cross: a opens a batch");
+	is_int(queen_batch_begin(a, 0), 0, "cross: a opens a batch");
 	rc = pop1(a, Q, NULL, NULL, 1, &ba);
 	is_int(rc, 0, "cross: a pops m2 inside it");
 	is_int(pop1(b, Q, NULL, NULL, 1, &bb), -EAGAIN,
@@ -143,7 +143,7 @@ test_batch_reads(void)
 		fix_close(&f);
 		return;
 	}
-	is_int(queen_batch_begin(a), 0, "reads: a opens a batch");
+	is_int(queen_batch_begin(a, 0), 0, "reads: a opens a batch");
 	is_int(queen_lease_get(a, bb->lease_id, &li), 0,
 	    "reads: a looks the lease up inside it");
 	ack.q = b;
@@ -408,7 +408,7 @@ test_events(void)
 	memset(&nm, 0, sizeof(nm));
 	is_int(queen_events(b, name_cb, &nm), 0, "events: drain, none yet");
 	is_int(nm.n, 0, "events: nothing before a push");
-	is_int(queen_batch_begin(a), 0, "events: a opens a batch");
+	is_int(queen_batch_begin(a, 0), 0, "events: a opens a batch");
 	push1(a, "evq", NULL, "e1", "x");
 	pfd.fd = fd;
 	pfd.events = POLLIN;

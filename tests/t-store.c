@@ -38,11 +38,13 @@ open_with(struct fix *f, const char *path, enum queen_sync sync,
     bool read_only, const char *fault, struct queen **out)
 {
 	struct queen_options o = { 0 };
+	struct queen_tune tune = { 0 };
 
 	o.path = path;
 	o.sync = sync;
 	o.read_only = read_only;
-	o.fault = fault;
+	tune.fault = fault;
+	o.tune = &tune;
 	o.clock = my_clock;
 	o.clock_arg = f;
 	return queen_open(&o, out);
@@ -980,7 +982,7 @@ test_row_cache(void)
 	is_int((int64_t)(m1 - m0), 0, "rows: and none from SQLite");
 
 	/* a partition made and read in a batch, then rolled back */
-	is_int(queen_batch_begin(q), 0, "rows: batch");
+	is_int(queen_batch_begin(q, 0), 0, "rows: batch");
 	is_int(push1(q, Q, "np", "n1", "x"), 1, "rows: a new partition");
 	is_int(push1(q, Q, "np", "n2", "x"), 2, "rows: read back in it");
 	queen_batch_rollback(q);
@@ -1001,7 +1003,7 @@ test_row_cache(void)
 		.txid = "a2", .payload = "x", .len = 1 };
 	it[1] = (struct queen_push_item){ .queue = Q, .partition = "b",
 		.txid = "b1", .payload = big, .len = strlen(big) };
-	is_int(queen_batch_begin(q), 0, "rows: batch again");
+	is_int(queen_batch_begin(q, 0), 0, "rows: batch again");
 	is_int(queen_push(q, it, 2, false, res), -EFBIG,
 	    "rows: a push to a and b, b's item too large");
 	is_int(push1(q, Q, "a", "a3", "x"), 2,
@@ -1037,7 +1039,7 @@ test_group_commit(void)
 	struct queen *q = fix_open(&f, "store-batch");
 
 	push1(q, Q, NULL, "m1", "x");
-	is_int(queen_batch_begin(q), 0, "batch: begin");
+	is_int(queen_batch_begin(q, 0), 0, "batch: begin");
 	is_int(push1(q, Q, NULL, "m2", "x"), 2, "batch: push inside");
 	is_int(queen_kv_put(q, "ns", "k", "v", 1, 0, false), 0,
 	    "batch: kv inside");
@@ -1045,7 +1047,7 @@ test_group_commit(void)
 	is_int(tail_of(q, Q, NULL), 1, "batch: rollback undid the push");
 	is_int(queen_kv_get(q, "ns", "k", &(struct queen_kv_value *){ NULL }),
 	    -ENOENT, "batch: rollback undid the kv put");
-	is_int(queen_batch_begin(q), 0, "batch: begin again");
+	is_int(queen_batch_begin(q, 0), 0, "batch: begin again");
 	is_int(push1(q, Q, NULL, "m2", "x"), 2, "batch: push m2");
 	is_int(push1(q, Q, "bad name", "m3", "x"), -EINVAL,
 	    "batch: a failing call inside");
@@ -1119,8 +1121,10 @@ test_lazy_batch(void)
 	struct queen_batch *b = NULL;
 
 	push1(q, Q, NULL, "m1", "x");
-	is_int(queen_batch_begin_lazy(q), 0, "lazy: begin");
-	is_int(queen_batch_begin(q), -EBUSY, "lazy: no nested batch");
+	is_int(queen_batch_begin(q, QUEEN_BATCH_LAZY), 0, "lazy: begin");
+	is_int(queen_batch_begin(q, 0), -EBUSY, "lazy: no nested batch");
+	is_int(queen_batch_begin(q, (enum queen_batch_flags)(1 << 5)), -EINVAL,
+	    "lazy: unknown batch flags");
 	is_int(pop1(q, Q, NULL, NULL, 1, &b), 0, "lazy: pop inside");
 	is_int(queen_batch_commit(q), 0, "lazy: commit");
 	is_int(push1(q, Q, NULL, "m2", "y"), 2, "lazy: a durable push after");
@@ -1182,7 +1186,7 @@ test_deferred_batch(void)
 	uint64_t t1, t2;
 
 	if (fix_is_pg()) {
-		is_int(queen_batch_begin_deferred(q), 0, "deferred: begin");
+		is_int(queen_batch_begin(q, QUEEN_BATCH_DEFERRED), 0, "deferred: begin");
 		ok(push1(q, Q, NULL, "d1", "x") > 0, "deferred: a push");
 		is_int(queen_batch_commit(q), 0, "deferred: commit");
 		ok(queen_sync_ticket(q) == 0, "deferred: PostgreSQL commits "
@@ -1192,8 +1196,8 @@ test_deferred_batch(void)
 		return;
 	}
 	q = open_sync(&f, QUEEN_SYNC_FULL);
-	is_int(queen_batch_begin_deferred(q), 0, "deferred: begin");
-	is_int(queen_batch_begin(q), -EBUSY, "deferred: no nested batch");
+	is_int(queen_batch_begin(q, QUEEN_BATCH_DEFERRED), 0, "deferred: begin");
+	is_int(queen_batch_begin(q, 0), -EBUSY, "deferred: no nested batch");
 	is_int(push1(q, Q, NULL, "d1", "x"), 1, "deferred: a push inside");
 	is_int(queen_batch_commit(q), 0, "deferred: commit");
 	t1 = queen_sync_ticket(q);
@@ -1207,7 +1211,7 @@ test_deferred_batch(void)
 		fprintf(stderr, "Bail out! pthread_create\n");
 		exit(1);
 	}
-	is_int(queen_batch_begin_deferred(q), 0,
+	is_int(queen_batch_begin(q, QUEEN_BATCH_DEFERRED), 0,
 	    "deferred: the next batch runs while another thread syncs");
 	is_int(push1(q, Q, NULL, "d2", "y"), 2, "deferred: a second push");
 	is_int(queen_batch_commit(q), 0, "deferred: second commit");
@@ -1219,10 +1223,10 @@ test_deferred_batch(void)
 	is_int(queen_sync(q, t2), 0, "deferred: sync of the second ticket");
 	is_int(queen_sync(q, t1), 0, "deferred: an older ticket is done");
 
-	is_int(queen_batch_begin_lazy(q), 0, "deferred: a lazy batch");
+	is_int(queen_batch_begin(q, QUEEN_BATCH_LAZY), 0, "deferred: a lazy batch");
 	is_int(queen_batch_commit(q), 0, "deferred: lazy commit");
 	ok(queen_sync_ticket(q) == 0, "deferred: a lazy commit has no ticket");
-	is_int(queen_batch_begin(q), 0, "deferred: a durable batch");
+	is_int(queen_batch_begin(q, 0), 0, "deferred: a durable batch");
 	is_int(push1(q, Q, NULL, "d3", "z"), 3, "deferred: a push in it");
 	is_int(queen_batch_commit(q), 0, "deferred: durable commit");
 	ok(queen_sync_ticket(q) == 0,
@@ -1230,7 +1234,7 @@ test_deferred_batch(void)
 
 	q = open_sync(&f, QUEEN_SYNC_NORMAL);
 	is_int(tail_of(q, Q, NULL), 3, "deferred: all three after a restart");
-	is_int(queen_batch_begin_deferred(q), 0, "deferred: begin at normal");
+	is_int(queen_batch_begin(q, QUEEN_BATCH_DEFERRED), 0, "deferred: begin at normal");
 	is_int(push1(q, Q, NULL, "d4", "w"), 4, "deferred: push at normal");
 	is_int(queen_batch_commit(q), 0, "deferred: commit at normal");
 	ok(queen_sync_ticket(q) == 0,
@@ -1249,7 +1253,7 @@ pop_ack_ticket(struct queen *q, const char *part, const char *want,
 	uint64_t t;
 	int rc;
 
-	queen_batch_begin_lazy(q);
+	queen_batch_begin(q, QUEEN_BATCH_LAZY);
 	rc = pop1(q, Q, part, NULL, 1, &b);
 	queen_batch_commit(q);
 	t = queen_pop_ticket(q);
@@ -1285,7 +1289,7 @@ test_pop_ticket(void)
 	int i;
 
 	if (fix_is_pg()) {
-		is_int(queen_batch_begin_deferred(q), 0, "pop ticket: begin");
+		is_int(queen_batch_begin(q, QUEEN_BATCH_DEFERRED), 0, "pop ticket: begin");
 		ok(push1(q, Q, NULL, "k1", "x") > 0, "pop ticket: a push");
 		is_int(queen_batch_commit(q), 0, "pop ticket: commit");
 		ok(pop_ack_ticket(q, NULL, "k1", "pop ticket") == 0,
@@ -1294,11 +1298,11 @@ test_pop_ticket(void)
 		return;
 	}
 	q = open_sync(&f, QUEEN_SYNC_FULL);
-	queen_batch_begin_deferred(q);
+	queen_batch_begin(q, QUEEN_BATCH_DEFERRED);
 	is_int(push1(q, Q, NULL, "k1", "x"), 1, "pop ticket: push k1");
 	queen_batch_commit(q);
 	is_int(queen_sync(q, queen_sync_ticket(q)), 0, "pop ticket: sync k1");
-	queen_batch_begin_deferred(q);
+	queen_batch_begin(q, QUEEN_BATCH_DEFERRED);
 	is_int(push1(q, Q, NULL, "k2", "x"), 2, "pop ticket: push k2");
 	queen_batch_commit(q);
 	t2 = queen_sync_ticket(q);
@@ -1310,7 +1314,7 @@ test_pop_ticket(void)
 	ok(queen_pop_ticket(q) == 0, "pop ticket: asked once, then forgotten");
 
 	is_int(queen_sync(q, t2), 0, "pop ticket: sync k2");
-	queen_batch_begin_deferred(q);
+	queen_batch_begin(q, QUEEN_BATCH_DEFERRED);
 	is_int(push1(q, Q, NULL, "k3", "x"), 3, "pop ticket: push k3");
 	queen_batch_commit(q);
 	t3 = queen_sync_ticket(q);
@@ -1319,7 +1323,7 @@ test_pop_ticket(void)
 	    "pop ticket: once synced, a pop names nothing");
 
 	/* a pop in the push's own batch: that batch's ticket */
-	queen_batch_begin_deferred(q);
+	queen_batch_begin(q, QUEEN_BATCH_DEFERRED);
 	is_int(push1(q, Q, NULL, "k4", "x"), 4, "pop ticket: push k4");
 	is_int(pop1(q, Q, NULL, NULL, 1, &b), 0, "pop ticket: pop in the "
 	    "same batch");
@@ -1331,7 +1335,7 @@ test_pop_ticket(void)
 	is_int(queen_sync(q, t4), 0, "pop ticket: sync k4");
 
 	/* pushes into 70 partitions in one batch: every pop waits */
-	queen_batch_begin_deferred(q);
+	queen_batch_begin(q, QUEEN_BATCH_DEFERRED);
 	for (i = 0; i < 70; i++) {
 		snprintf(part, sizeof(part), "w%d", i);
 		snprintf(tx, sizeof(tx), "w%d-1", i);
@@ -1903,6 +1907,7 @@ static int
 reopen_sized(struct fix *f, size_t fold_at, size_t filter_max)
 {
 	struct queen_options o = { 0 };
+	struct queen_tune tune = { 0 };
 
 	queen_close(f->q);
 	f->q = NULL;
@@ -1910,8 +1915,9 @@ reopen_sized(struct fix *f, size_t fold_at, size_t filter_max)
 	o.sync = QUEEN_SYNC_OFF;
 	o.clock = my_clock;
 	o.clock_arg = f;
-	o.fold_at = fold_at;
-	o.filter_max = filter_max;
+	tune.fold_at = fold_at;
+	tune.filter_max = filter_max;
+	o.tune = &tune;
 	return queen_open(&o, &f->q);
 }
 
@@ -1970,6 +1976,7 @@ test_kill_folding(void)
 		f.q = NULL;
 		if ((pid = fork_piped(fds)) == 0) {
 			struct queen_options o = { 0 };
+			struct queen_tune tune = { 0 };
 			struct queen *q;
 			char txid[32];
 			int i;
@@ -1977,8 +1984,9 @@ test_kill_folding(void)
 			close(fds[0]);
 			o.path = f.path;
 			o.sync = QUEEN_SYNC_NORMAL;
-			o.fold_at = 64;
-			o.filter_max = 1000;
+			tune.fold_at = 64;
+			tune.filter_max = 1000;
+			o.tune = &tune;
 			if (queen_open(&o, &q) != 0)
 				_exit(2);
 			for (i = 0;; i++) {
@@ -2207,7 +2215,7 @@ test_young_fold(void)
 	for (i = 0; i < N; i++) {
 		snprintf(txid, sizeof(txid), "m%d", i);
 		if (i % 300 == 150)
-			queen_batch_begin(q);
+			queen_batch_begin(q, 0);
 		offs[i] = push_ex(q, Q, i % 2 ? "odd" : "even", txid, NULL,
 		    false, NULL);
 		if (i % 300 == 249)
@@ -2308,7 +2316,7 @@ test_maint_walk(void)
 	bool more[4] = { true, true, true, true };
 	int i;
 
-	queen_batch_begin(q);
+	queen_batch_begin(q, 0);
 	for (i = 0; i < PARTS; i++) {
 		snprintf(part, sizeof(part), "p%04d", i);
 		push1(q, Q, part, NULL, "x");
@@ -2367,7 +2375,7 @@ test_checkpoint(void)
 		usleep(10000);
 	ok(after > before, "checkpoint: the database file grew (%lld -> %lld)",
 	    before, after);
-	is_int(queen_batch_begin(q), 0, "checkpoint: a batch");
+	is_int(queen_batch_begin(q, 0), 0, "checkpoint: a batch");
 	is_int(queen_checkpoint(q), -EBUSY, "checkpoint: not inside a batch");
 	queen_batch_rollback(q);
 	is_int(tail_of(q, Q, NULL), 300, "checkpoint: all 300 still there");
@@ -2549,6 +2557,33 @@ test_path_is_pg(void)
 	    "path: a file whose name holds :// is a file");
 }
 
+/*
+ * A build without libpq (make PG=no) refuses a postgresql:// store with
+ * -EOPNOTSUPP and says why; with libpq the same URI (nothing listens on
+ * port 1) fails to connect instead.  Either way nothing opens.
+ */
+static void
+test_pg_unavailable(void)
+{
+	struct queen_options o = { 0 };
+	struct queen *q = NULL;
+	char why[256] = "";
+	int rc;
+
+	o.path = "postgresql://127.0.0.1:1/none?connect_timeout=2";
+	o.err = why;
+	o.errlen = sizeof(why);
+	rc = queen_open(&o, &q);
+	ok(rc < 0 && !q, "no pg: the open fails (%d: %s)", rc, why);
+	if (rc == -EOPNOTSUPP)
+		ok(strstr(why, "built without PostgreSQL support") != NULL,
+		    "no pg: a build without libpq says so");
+	else
+		ok(strstr(why, "built without") == NULL,
+		    "no pg: a build with libpq tried to connect");
+	queen_close(q);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -2558,6 +2593,7 @@ main(int argc, char **argv)
 	plan_lazy();
 	test_memstatus();       /* first: before this file uses SQLite */
 	test_path_is_pg();
+	test_pg_unavailable();
 	test_many_partitions();
 	test_young_fold();
 	test_fold_slices();

@@ -1,8 +1,8 @@
 /*
- * t-txn.c - transactions (seed 002) through queen_txn: one step (acks,
+ * t-txn.c - transactions (docs/design.md#transactions) through queen_txn: one step (acks,
  * pushes, KV and timer operations) applies whole or not at all.  Every
  * rollback reason, and after each refusal a check that nothing at all was
- * written; the seed's worker A / worker B story; the once gate; a retried
+ * written; the worker A / worker B story; the once gate; a retried
  * committed step with and without a gate; requiredLeases; KV reads answered
  * after apply; timers scheduled and cancelled inside a transaction.
  * Each case runs on a fresh store.
@@ -68,7 +68,7 @@ timerop(struct queen_timer_op *t, enum queen_timer_op_type type,
 }
 
 /*
- * One whole step, as in the seed's example: ack one message, put a KV
+ * One whole step, as in design.md's example: ack one message, put a KV
  * value, push a receipt, schedule a reminder.  The struct points into
  * itself: do not copy it after step_init.
  */
@@ -168,7 +168,7 @@ test_rejected_ack_wrong_lease(void)
 	is_str(queen_txn_reason_name(r->reason), "rejected_ack",
 	    "rej: an ack under a released lease is rejected_ack");
 	is_int(r->failed_index, 0, "rej: failedIndex names the ack");
-	is_str(r->error, QUEEN_E_LEASE, "rej: error is the seed's lease "
+	is_str(r->error, QUEEN_E_LEASE, "rej: error is the contract's lease "
 	    "words");
 	queen_txn_result_free(r);
 	nothing_written(q, &w, lease, "rej released lease");
@@ -753,7 +753,7 @@ test_order(void)
 	fix_close(&f);
 }
 
-/* ---- the seed's story: the lease is the fence ---- */
+/* ---- design.md#transactions: the lease is the fence ---- */
 
 static void
 test_worker_a_b(void)
@@ -951,7 +951,7 @@ test_retry(void)
 	/*
 	 * Without a gate, while the same lease still covers other messages of
 	 * the batch, re-acking is a no-op and the KV ops apply again: the
-	 * seed states that an incr counts twice.
+	 * contract states that an incr counts twice.
 	 */
 	q = setup(&f, "txn-retry-nogate", false);
 	take(q, 2, lease);
@@ -964,13 +964,13 @@ test_retry(void)
 	queen_txn_result_free(r);
 	is_int(run(q, &s.t, &r), 0, "retry nogate: retry ran");
 	is_int(r->reason, QUEEN_TXN_OK, "retry nogate: the retry commits too "
-	    "(seed: the ack alone is not a gate)");
+	    "(the ack alone is not a gate)");
 	ok(r->acks[0].success && r->acks[0].noop, "retry nogate: the "
 	    "repeated ack is a no-op");
 	is_int(r->kv[0].number, 2, "retry nogate: incr answers 2");
 	queen_txn_result_free(r);
 	kv_str(q, NS, "count", buf, sizeof(buf));
-	is_str(buf, "2", "retry nogate: the incr counted twice, as the seed "
+	is_str(buf, "2", "retry nogate: the incr counted twice, as design.md "
 	    "says");
 	is_int(committed(q, Q, G, NULL), 1, "retry nogate: cursor still 1");
 	fix_close(&f);

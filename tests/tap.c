@@ -2,7 +2,6 @@
  * tap.c - TAP output and the store fixture for the unit tests: a file in
  * a fresh temp dir, or under QUEEN_TEST_PG a fresh PostgreSQL schema.
  */
-#include <libpq-fe.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,6 +125,7 @@ struct queen *
 fix_reopen(struct fix *f)
 {
 	struct queen_options o = { 0 };
+	struct queen_tune tune = { 0 };
 	int rc;
 
 	o.path = f->path;
@@ -133,7 +133,8 @@ fix_reopen(struct fix *f)
 	o.clock = fix_clock;
 	o.clock_arg = f;
 	/* fold young hashes all the time, so every case runs through it */
-	o.fold_at = 5;
+	tune.fold_at = 5;
+	o.tune = &tune;
 	rc = queen_open(&o, &f->q);
 	if (rc != 0) {
 		diag("queen_open(%s): %d", f->path, rc);
@@ -173,31 +174,6 @@ pg_path(struct fix *f)
 	}
 }
 
-static void
-no_notices(void *arg, const char *msg)
-{
-	(void)arg;
-	(void)msg;
-}
-
-static void
-pg_drop(struct fix *f)
-{
-	PGconn *c = PQconnectdb(getenv("QUEEN_TEST_PG"));
-	PGresult *r;
-	char sql[80];
-
-	PQsetNoticeProcessor(c, no_notices, NULL);
-	snprintf(sql, sizeof(sql), "DROP SCHEMA IF EXISTS %s CASCADE",
-	    f->schema);
-	r = PQstatus(c) == CONNECTION_OK ? PQexec(c, sql) : NULL;
-	if (PQresultStatus(r) != PGRES_COMMAND_OK)
-		diag("could not drop schema %s: %s", f->schema,
-		    PQerrorMessage(c));
-	PQclear(r);
-	PQfinish(c);
-}
-
 struct queen *
 fix_open(struct fix *f, const char *name)
 {
@@ -232,7 +208,7 @@ fix_close(struct fix *f)
 		return;
 	}
 	if (f->schema[0])
-		pg_drop(f);
+		fix_pg_drop(f);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
 	if (system(cmd) != 0)
 		diag("could not remove %s", f->dir);

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "../core/queen.h"
+#include "../core/queen_tune.h"
 
 void plan(int n);
 void plan_lazy(void);      /* print the plan at done_testing() */
@@ -50,5 +51,7 @@ void fix_close(struct fix *f);
  * fix_close); true then.
  */
 bool fix_is_pg(void);
+/* tap_pg.c (tap_nopg.c without libpq): drops the case's schema */
+void fix_pg_drop(struct fix *f);
 
 #endif

@@ -216,7 +216,7 @@ loop_rename(int t, double end)
 	return n;
 }
 
-/* BASELINE's cycle on a plain fs: create w/x, read w/x, rename to ack/x */
+/* the reference cycle on a plain fs: create w/x, read w/x, rename to ack/x */
 static long
 loop_fcycle(int t, double end)
 {

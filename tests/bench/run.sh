@@ -1,7 +1,7 @@
 #!/bin/sh
 # run.sh - `make bench`: queenfs side by side with its references in one
-# run (BASELINE.md's method): nullfs (the FUSE limit), the engine with no
-# FUSE, beanstalkd, Redis streams and dirq.  Every figure runs BENCH_REPS
+# run (README.md's "Performance" method): nullfs (the FUSE limit), the
+# engine with no FUSE, beanstalkd, Redis streams and dirq.  Every figure runs BENCH_REPS
 # times (default 3) for BENCH_SECONDS (default 1), interleaved rep by rep;
 # one table of medians comes out at the end.  It never fails on a figure:
 # targets are only printed.  Every mount, daemon and server started here is
@@ -100,6 +100,7 @@ cc $CFLAGS $(pkg-config --cflags jansson) -o "$B/load" "$S/load.c" \
     "$S/wake.c" "$S/loadapi.c" $(pkg-config --libs jansson) &&
 cc $CFLAGS -o "$B/bsload" "$S/bsload.c" "$S/net.c" &&
 cc $CFLAGS -o "$B/rsload" "$S/rsload.c" "$S/net.c" &&
+cc $CFLAGS -o "$B/http-load" "$S/http-load.c" "$S/net.c" &&
 cc $CFLAGS -o "$B/prefill" "$S/prefill.c" "$BUILD/libqueen.a" $CORE_LIBS &&
 cc $CFLAGS -o "$B/engine" "$S/engine.c" "$BUILD/libqueen.a" $CORE_LIBS ||
 	{ say "bench: build failed"; exit 1; }
@@ -299,6 +300,12 @@ if $PG; then
 		PG=false
 	fi
 fi
+# Queen's HTTP API: a daemon with no mount, sync full, on its own store
+P_HF=$(free_port)
+start hf "$QFS" -f --db "$TMP/hf.db" --sync full --listen "127.0.0.1:$P_HF"
+PID_hf=$LASTPID
+HTTP=true
+wait_port "$P_HF" || { say "bench: SKIP HTTP (the daemon did not listen)"; HTTP=false; }
 $API || say "bench: the mount has no api/ files: api figures are n/a, prefill goes through the engine"
 
 # the two scale mounts: 10k partitions and a deep backlog, prefilled
@@ -454,7 +461,18 @@ rep () {
 			done
 		done
 	fi
+	if $HTTP; then
+		H=$B/http-load
+		figc hf h.push1c1 "$H" "$P_HF" push 1 "$DUR" 1 hp1
+		figc hf h.push1c8 "$H" "$P_HF" push 8 "$DUR" 1 hp8
+		figc hf h.push100 "$H" "$P_HF" push 1 "$DUR" 100 hb100
+		figc hf h.push1000 "$H" "$P_HF" push 1 "$DUR" 1000 hb1000
+		# the backlog of the pop + ack figure, outside it
+		"$H" "$P_HF" push 1 "$DUR" 1000 "hpa$i" >/dev/null 2>>"$ERR"
+		figc hf h.popack100 "$H" "$P_HF" popack 1 "$DUR" 100 "hpa$i"
+	fi
 	if $RS; then
+		fig ra.push8 "$B/rsload" "$P_RA" push 8 "$DUR"
 		for c in 1 4; do
 			for m in push cycle; do
 				fig ra.$m$c "$B/rsload" "$P_RA" $m $c "$DUR"
@@ -504,6 +522,12 @@ hwm () {
 for m in full normal part deep; do
 	say "rss.$m $(hwm $m || echo fail)" >>"$RES"
 done
+# the HTTP daemon's resident size with 256 idle keep-alive connections,
+# each of which has made one request
+if $HTTP; then
+	rss=$(python3 "$S/http_idle.py" "$P_HF" "$PID_hf" 256 2>>"$ERR")
+	say "rss.http256 ${rss:-fail}" >>"$RES"
+fi
 for m in full normal part deep null py pg pgm1 pgm2 pgm3 pgm4; do
 	unmount_fs $m
 done
@@ -605,7 +629,7 @@ say ""
 say "queenfs benchmark: medians of $REPS runs x ${DUR} s [min-max], $(nproc) CPUs, $(date -u +%Y-%m-%dT%H:%MZ)"
 say "push = create+write(200 B)+close of a new file; cycle = push, read next, read the payload, rename into ack/"
 say "P+C = P producer and C consumer threads; wake = from the producer's close() call to the blocked read's return"
-say "dirq runs on $(df -PT /tmp | awk 'NR == 2 { print $2 }') /tmp: after mass unlinks ext4 creates slow down for minutes (BASELINE.md)"
+say "dirq runs on $(df -PT /tmp | awk 'NR == 2 { print $2 }') /tmp: after mass unlinks ext4 creates slow down for minutes (README.md, "Performance")"
 say ""
 say "| figure | queenfs | reference | ratio | target | met? |"
 say "|---|---|---|---|---|---|"
@@ -625,6 +649,16 @@ R "cycle 4+4, sync full" f.qc44 "redis always cycle, 4 conns" ra.cycle4 "r>=1"
 R "cycle 1+1, sync normal" n.qc11 "beanstalkd -b cycle, 1 conn" bsb.cycle1 ""
 R "cycle 4+4, sync normal" n.qc44 "nullfs cycle 4t" null.cycle4 ""
 R "cycle 4+4, sync normal" n.qc44 "redis everysec cycle, 4 conns" re.cycle4 ""
+if $HTTP; then
+	R "HTTP push, 1 item/request, 1 conn, full" h.push1c1 "redis aof always, 1 conn" ra.push1 ""
+	R "HTTP push, 1 item/request, 8 conns, full" h.push1c8 "redis aof always, 8 conns" ra.push8 "r>=1"
+	R "HTTP batch push 100/request, 1 conn, full" h.push100 "api/push 1000/request" f.apipush "v>=80000"
+	R "HTTP batch push 1000/request, 1 conn, full" h.push1000 "api/push 1000/request" f.apipush ""
+	R "HTTP pop 100 + batch ack, 1 conn, full" h.popack100 "api/pop batch=1000" f.apipop "v>=80000"
+	row "HTTP daemon CPU per message, 1 item/request, 8 conns" "$(m h.push1c8.cpu)" "" "-" "" "us"
+	row "HTTP daemon CPU per message, batch 100" "$(m h.push100.cpu)" "" "-" "" "us"
+	row "HTTP daemon RSS, 256 idle keep-alive connections" "$(m rss.http256)" "" "-" "v<=48" "MiB"
+fi
 eng () {
 	sed -n "s/^$1  *\([0-9.]*\) msg\/s.*/\1/p" "$TMP/engine.out" | head -n 1
 }

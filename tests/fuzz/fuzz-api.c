@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "../../core/queen.h"
+#include "../../core/queen_api.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -12,7 +12,6 @@
 #include "core.h"
 
 int pg_errno(const char *sqlstate);
-bool pg_corrupt(const char *sqlstate);
 int pg_schema_migrate(PGconn *c, char *err, size_t errlen);
 
 #endif

@@ -16,7 +16,7 @@
  * write fails the commit that made it.
  *
  * As a test hook, "queen-fault" (the same wrapper) makes xSync or xWrite
- * fail with SQLITE_IOERR after N successful calls, as queen_options.fault
+ * fail with SQLITE_IOERR after N successful calls, as queen_tune.fault
  * asks ("fsync:N", "write:N"; "logsync:N" spends only on queen_sync's own
  * fsync of the log, not SQLite's); every file opened through it spends from
  * one process-wide budget.  db.c decides which of the two a store opens.

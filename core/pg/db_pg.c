@@ -1,0 +1,907 @@
+/*
+ * db_pg.c - the PostgreSQL storage seam (--db postgresql://...): session,
+ * transactions, every statement (the row locks that keep one lease per
+ * (partition, group) across processes and hosts are pg_rows.c's use of
+ * them), LISTEN/NOTIFY wake-ups, and SQLSTATE -> errno.  Nothing here
+ * decides what an ack means.
+ */
+#include <errno.h>
+#include <libpq-fe.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pg_store.h"
+
+#define CHANNEL "queen_push"
+
+
+#define QUEUE_COLS "id, name, created_at, uid, gid, mode, lease_time, " \
+	"retry_limit, dlq, batch, wait, delay, window_buffer, dedup_window, " \
+	"retention, completed_retention, max_message_bytes, " \
+	"expiry_charges_retry, auto_ack, timer_delay, hash_retention"
+#define QUEUE_INS "name, created_at, uid, gid, mode, lease_time, " \
+	"retry_limit, dlq, batch, wait, delay, window_buffer, dedup_window, " \
+	"retention, completed_retention, max_message_bytes, " \
+	"expiry_charges_retry, auto_ack, timer_delay, hash_retention"
+#define PART_COLS "id, queue_id, name, uuid, head, tail, txns_start, " \
+	"last_push_at, duplicates, created_at"
+#define GROUP_COLS "id, queue_id, name, mode, since, created_at, batch, " \
+	"wait, auto_ack, uid, gid, perm"
+#define CUR_COLS "partition_id, group_id, committed, batch_end, lease_id, " \
+	"lease_expires_at, retry_count, next_at"
+#define CUR_READY "SELECT " CUR_COLS " FROM cursors WHERE group_id = $1 " \
+	"AND next_at >= 0 AND next_at <= $2 " \
+	"AND (next_at, partition_id) > ($3, $4) " \
+	"ORDER BY next_at, partition_id LIMIT " QUEEN_STR(CURSOR_READY_PAGE)
+#define TIMER_COLS "key, part_name, due_at, created_at, payload"
+#define LOCK " FOR UPDATE"
+
+struct stmt_def {
+	const char *name;
+	const char *sql;
+};
+
+static const struct stmt_def sql[ST__N] = {
+	/* name */
+	[ST_QUEUE_GET] = { "queue_get",
+	    "SELECT " QUEUE_COLS " FROM queues WHERE name = $1" },
+	/* id */
+	[ST_QUEUE_BY_ID] = { "queue_by_id",
+	    "SELECT " QUEUE_COLS " FROM queues WHERE id = $1" },
+	/* name, created_at, uid, gid, mode, then the 15 config values; the
+	 * loser of a race to create it gets no row and reads the winner's */
+	[ST_QUEUE_INSERT] = { "queue_insert",
+	    "INSERT INTO queues (" QUEUE_INS ") VALUES ($1, $2, $3, $4, $5, "
+	    "$6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, "
+	    "$20) ON CONFLICT (name) DO NOTHING RETURNING id" },
+	/* as insert, then id as $21 */
+	[ST_QUEUE_UPDATE] = { "queue_update",
+	    "UPDATE queues SET name = $1, created_at = $2, uid = $3, gid = $4, "
+	    "mode = $5, lease_time = $6, retry_limit = $7, dlq = $8, "
+	    "batch = $9, wait = $10, delay = $11, window_buffer = $12, "
+	    "dedup_window = $13, retention = $14, completed_retention = $15, "
+	    "max_message_bytes = $16, expiry_charges_retry = $17, "
+	    "auto_ack = $18, timer_delay = $19, hash_retention = $20 "
+	    "WHERE id = $21" },
+	/* id */
+	[ST_QUEUE_DELETE] = { "queue_delete",
+	    "DELETE FROM queues WHERE id = $1" },
+	[ST_QUEUE_LIST] = { "queue_list",
+	    "SELECT " QUEUE_COLS " FROM queues ORDER BY name" },
+	/* queue id */
+	[ST_QUEUE_MSGS] = { "queue_msgs",
+	    "SELECT coalesce(sum(tail - head + 1), 0)::bigint "
+	    "FROM partitions WHERE queue_id = $1 AND tail >= head" },
+	[ST_QUEUE_GROUPS] = { "queue_groups",
+	    "SELECT count(*) FROM groups WHERE queue_id = $1 "
+	    "AND name <> '" QUEEN_QUEUE_MODE "'" },
+	[ST_QUEUE_TIMERS] = { "queue_timers",
+	    "SELECT count(*) FROM timers WHERE queue_id = $1" },
+	/* queue id, name */
+	[ST_PART_GET] = { "part_get",
+	    "SELECT " PART_COLS " FROM partitions "
+	    "WHERE queue_id = $1 AND name = $2" },
+	[ST_PART_GET_LK] = { "part_get_lk",
+	    "SELECT " PART_COLS " FROM partitions "
+	    "WHERE queue_id = $1 AND name = $2" LOCK },
+	/* id */
+	[ST_PART_BY_ID] = { "part_by_id",
+	    "SELECT " PART_COLS " FROM partitions WHERE id = $1" },
+	/* uuid */
+	[ST_PART_BY_UUID] = { "part_by_uuid",
+	    "SELECT " PART_COLS " FROM partitions WHERE uuid = $1" },
+	/* queue_id, name, uuid, head, tail, txns_start, last_push_at,
+	 * duplicates, created_at */
+	[ST_PART_INSERT] = { "part_insert",
+	    "INSERT INTO partitions (queue_id, name, uuid, head, tail, "
+	    "txns_start, last_push_at, duplicates, created_at) VALUES "
+	    "($1, $2, $3, $4, $5, $6, $7, $8, $9) "
+	    "ON CONFLICT (queue_id, name) DO NOTHING RETURNING id" },
+	/* head, tail, txns_start, last_push_at, duplicates, id */
+	[ST_PART_UPDATE] = { "part_update",
+	    "UPDATE partitions SET head = $1, tail = $2, txns_start = $3, "
+	    "last_push_at = $4, duplicates = $5 WHERE id = $6" },
+	/* queue id, after this name, page size */
+	[ST_PART_LIST] = { "part_list",
+	    "SELECT " PART_COLS " FROM partitions "
+	    "WHERE queue_id = $1 AND name > $2 ORDER BY name LIMIT $3" },
+	[ST_PART_LIST_LK] = { "part_list_lk",
+	    "SELECT " PART_COLS " FROM partitions "
+	    "WHERE queue_id = $1 AND name > $2 ORDER BY name LIMIT $3" LOCK },
+	/* queue id, name */
+	[ST_GROUP_GET] = { "group_get",
+	    "SELECT " GROUP_COLS " FROM groups "
+	    "WHERE queue_id = $1 AND name = $2" },
+	[ST_GROUP_BY_ID] = { "group_by_id",
+	    "SELECT " GROUP_COLS " FROM groups WHERE id = $1" },
+	/* queue_id, name, mode, since, created_at, batch, wait, auto_ack,
+	 * uid, gid, perm */
+	[ST_GROUP_INSERT] = { "group_insert",
+	    "INSERT INTO groups (queue_id, name, mode, since, created_at, "
+	    "batch, wait, auto_ack, uid, gid, perm) VALUES "
+	    "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) "
+	    "ON CONFLICT (queue_id, name) DO NOTHING RETURNING id" },
+	/* as insert, then id as $12 */
+	[ST_GROUP_UPDATE] = { "group_update",
+	    "UPDATE groups SET queue_id = $1, name = $2, mode = $3, "
+	    "since = $4, created_at = $5, batch = $6, wait = $7, "
+	    "auto_ack = $8, uid = $9, gid = $10, perm = $11 WHERE id = $12" },
+	[ST_GROUP_DELETE] = { "group_delete",
+	    "DELETE FROM groups WHERE id = $1" },
+	/* queue id */
+	[ST_GROUP_LIST] = { "group_list",
+	    "SELECT " GROUP_COLS " FROM groups "
+	    "WHERE queue_id = $1 ORDER BY name" },
+	/* partition id, group id */
+	[ST_CUR_GET] = { "cur_get",
+	    "SELECT " CUR_COLS " FROM cursors "
+	    "WHERE partition_id = $1 AND group_id = $2" },
+	[ST_CUR_GET_LK] = { "cur_get_lk",
+	    "SELECT " CUR_COLS " FROM cursors "
+	    "WHERE partition_id = $1 AND group_id = $2" LOCK },
+	/* the eight columns in order */
+	[ST_CUR_PUT] = { "cur_put",
+	    "INSERT INTO cursors (" CUR_COLS ") "
+	    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8) "
+	    "ON CONFLICT (partition_id, group_id) DO UPDATE SET "
+	    "committed = excluded.committed, batch_end = excluded.batch_end, "
+	    "lease_id = excluded.lease_id, "
+	    "lease_expires_at = excluded.lease_expires_at, "
+	    "retry_count = excluded.retry_count, next_at = excluded.next_at" },
+	/* as put: creating a cursor another process may have created */
+	[ST_CUR_PUT_NEW] = { "cur_put_new",
+	    "INSERT INTO cursors (" CUR_COLS ") "
+	    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8) "
+	    "ON CONFLICT (partition_id, group_id) DO NOTHING" },
+	/* lease id */
+	[ST_CUR_BY_LEASE] = { "cur_by_lease",
+	    "SELECT " CUR_COLS " FROM cursors WHERE lease_id = $1" },
+	[ST_CUR_BY_LEASE_LK] = { "cur_by_lease_lk",
+	    "SELECT " CUR_COLS " FROM cursors WHERE lease_id = $1" LOCK },
+	/* group id, upto, after_at, after_pid; rows another process is
+	 * leasing right now are skipped, not waited for */
+	[ST_CUR_READY] = { "cur_ready", CUR_READY },
+	[ST_CUR_READY_LK] = { "cur_ready_lk",
+	    CUR_READY LOCK " SKIP LOCKED" },
+	/* group id */
+	[ST_CUR_LIST_GROUP] = { "cur_list_group",
+	    "SELECT " CUR_COLS " FROM cursors WHERE group_id = $1 "
+	    "ORDER BY partition_id" },
+	[ST_CUR_LIST_GROUP_LK] = { "cur_list_group_lk",
+	    "SELECT " CUR_COLS " FROM cursors WHERE group_id = $1 "
+	    "ORDER BY partition_id" LOCK },
+	/* partition id */
+	[ST_CUR_LIST_PART] = { "cur_list_part",
+	    "SELECT " CUR_COLS " FROM cursors WHERE partition_id = $1 "
+	    "ORDER BY group_id" },
+	[ST_CUR_LIST_PART_LK] = { "cur_list_part_lk",
+	    "SELECT " CUR_COLS " FROM cursors WHERE partition_id = $1 "
+	    "ORDER BY group_id" LOCK },
+	/* partition id, at */
+	[ST_CUR_WAKE] = { "cur_wake",
+	    "UPDATE cursors SET next_at = $2 "
+	    "WHERE partition_id = $1 AND next_at < 0" },
+	[ST_CUR_DEL_GROUP] = { "cur_del_group",
+	    "DELETE FROM cursors WHERE group_id = $1" },
+	/* partition id */
+	[ST_CUR_MIN] = { "cur_min",
+	    "SELECT min(committed) FROM cursors WHERE partition_id = $1" },
+	/* key, created_at, txid, trace_id, payload */
+	[ST_MSG_APPEND] = { "msg_append",
+	    "INSERT INTO messages (id, created_at, txid, trace_id, payload) "
+	    "VALUES ($1, $2, $3, $4, $5)" },
+	/* key, hash, created_at */
+	[ST_TXN_APPEND] = { "txn_append",
+	    "INSERT INTO txns (id, hash, created_at) VALUES ($1, $2, $3)" },
+	/* from key, to key, limit */
+	[ST_MSG_SCAN] = { "msg_scan",
+	    "SELECT id, created_at, txid, trace_id, payload FROM messages "
+	    "WHERE id >= $1 AND id <= $2 ORDER BY id LIMIT $3" },
+	[ST_MSG_SCAN_META] = { "msg_scan_meta",
+	    "SELECT id, created_at, txid, trace_id, length(payload)::bigint "
+	    "FROM messages WHERE id >= $1 AND id <= $2 ORDER BY id LIMIT $3" },
+	/* key */
+	[ST_MSG_TIME] = { "msg_time",
+	    "SELECT created_at FROM messages WHERE id = $1" },
+	/* after key, last key */
+	[ST_MSG_NEXT] = { "msg_next",
+	    "SELECT id, created_at FROM messages "
+	    "WHERE id > $1 AND id <= $2 ORDER BY id LIMIT 1" },
+	[ST_MSG_COUNT] = { "msg_count",
+	    "SELECT count(*) FROM messages WHERE id > $1 AND id <= $2" },
+	/* first key, upto key, limit */
+	[ST_MSG_PURGE] = { "msg_purge",
+	    "DELETE FROM messages WHERE id IN (SELECT id FROM messages "
+	    "WHERE id >= $1 AND id <= $2 ORDER BY id LIMIT $3)" },
+	/* first key, last key */
+	[ST_MSG_DELETE_PART] = { "msg_delete_part",
+	    "DELETE FROM messages WHERE id >= $1 AND id <= $2" },
+	/* hash, lo key, hi key */
+	[ST_TXN_FIND_LO] = { "txn_find_lo",
+	    "SELECT id, created_at FROM txns WHERE hash = $1 "
+	    "AND id >= $2 AND id <= $3 ORDER BY id LIMIT 1" },
+	[ST_TXN_FIND_HI] = { "txn_find_hi",
+	    "SELECT id, created_at FROM txns WHERE hash = $1 "
+	    "AND id >= $2 AND id <= $3 ORDER BY id DESC LIMIT 1" },
+	/* key */
+	[ST_TXN_TIME] = { "txn_time",
+	    "SELECT created_at FROM txns WHERE id = $1" },
+	/* first key, upto key, limit */
+	[ST_TXN_PURGE] = { "txn_purge",
+	    "DELETE FROM txns WHERE id IN (SELECT id FROM txns "
+	    "WHERE id >= $1 AND id <= $2 ORDER BY id LIMIT $3)" },
+	[ST_TXN_DELETE_PART] = { "txn_delete_part",
+	    "DELETE FROM txns WHERE id >= $1 AND id <= $2" },
+	/* queue, partition, group, offset, txid, payload, created_at,
+	 * failed_at, retry_count, error */
+	[ST_DLQ_INSERT] = { "dlq_insert",
+	    "INSERT INTO dlq (queue_id, partition_id, group_name, msg_offset, "
+	    "txid, payload, created_at, failed_at, retry_count, error) "
+	    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)" },
+	/* queue id, group name */
+	[ST_DLQ_LIST] = { "dlq_list",
+	    "SELECT d.id, p.name, d.group_name, d.txid, d.error, "
+	    "d.msg_offset, d.retry_count, d.created_at, d.failed_at, d.payload "
+	    "FROM dlq d JOIN partitions p ON p.id = d.partition_id "
+	    "WHERE d.queue_id = $1 AND d.group_name = $2 ORDER BY d.id" },
+	[ST_DLQ_LIST_META] = { "dlq_list_meta",
+	    "SELECT d.id, p.name, d.group_name, d.txid, d.error, "
+	    "d.msg_offset, d.retry_count, d.created_at, d.failed_at, "
+	    "length(d.payload)::bigint "
+	    "FROM dlq d JOIN partitions p ON p.id = d.partition_id "
+	    "WHERE d.queue_id = $1 AND d.group_name = $2 ORDER BY d.id" },
+	/* queue id, group name, partition name, txid: one name, by dlq_txid */
+	[ST_DLQ_GET] = { "dlq_get",
+	    "SELECT d.id, p.name, d.group_name, d.txid, d.error, "
+	    "d.msg_offset, d.retry_count, d.created_at, d.failed_at, d.payload "
+	    "FROM dlq d JOIN partitions p ON p.id = d.partition_id "
+	    "WHERE d.queue_id = $1 AND d.group_name = $2 AND p.name = $3 "
+	    "AND d.txid = $4 ORDER BY d.id" },
+	[ST_DLQ_GET_META] = { "dlq_get_meta",
+	    "SELECT d.id, p.name, d.group_name, d.txid, d.error, "
+	    "d.msg_offset, d.retry_count, d.created_at, d.failed_at, "
+	    "length(d.payload)::bigint "
+	    "FROM dlq d JOIN partitions p ON p.id = d.partition_id "
+	    "WHERE d.queue_id = $1 AND d.group_name = $2 AND p.name = $3 "
+	    "AND d.txid = $4 ORDER BY d.id" },
+	[ST_DLQ_COUNT] = { "dlq_count",
+	    "SELECT count(*) FROM dlq WHERE queue_id = $1 "
+	    "AND group_name = $2" },
+	[ST_DLQ_DELETE] = { "dlq_delete", "DELETE FROM dlq WHERE id = $1" },
+	/* ns, key, now */
+	[ST_KV_GET] = { "kv_get",
+	    "SELECT value, version, expires_at, updated_at FROM kv "
+	    "WHERE ns = $1 AND key = $2 "
+	    "AND (expires_at = 0 OR expires_at > $3)" },
+	/* ns, key, value, expires_at, now */
+	[ST_KV_PUT] = { "kv_put",
+	    "INSERT INTO kv (ns, key, value, version, expires_at, updated_at) "
+	    "VALUES ($1, $2, $3, 1, $4, $5) "
+	    "ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value, "
+	    "version = CASE WHEN kv.expires_at > 0 AND kv.expires_at <= $5 "
+	    "THEN 1 ELSE kv.version + 1 END, "
+	    "expires_at = excluded.expires_at, "
+	    "updated_at = excluded.updated_at" },
+	/* ns, key, now */
+	[ST_KV_DELETE] = { "kv_delete",
+	    "DELETE FROM kv WHERE ns = $1 AND key = $2 "
+	    "AND (expires_at = 0 OR expires_at > $3)" },
+	/* ns, key, now, expires_at */
+	[ST_KV_EXPIRY] = { "kv_expiry",
+	    "UPDATE kv SET expires_at = $4 WHERE ns = $1 AND key = $2 "
+	    "AND (expires_at = 0 OR expires_at > $3)" },
+	/* ns, now */
+	[ST_KV_LIST] = { "kv_list",
+	    "SELECT key, value, version, expires_at, updated_at FROM kv "
+	    "WHERE ns = $1 AND (expires_at = 0 OR expires_at > $2) "
+	    "ORDER BY key" },
+	/* now, limit */
+	[ST_KV_PURGE] = { "kv_purge",
+	    "DELETE FROM kv WHERE (ns, key) IN (SELECT ns, key FROM kv "
+	    "WHERE expires_at > 0 AND expires_at <= $1 LIMIT $2)" },
+	/* ns */
+	[ST_NS_GET] = { "ns_get",
+	    "SELECT uid, gid, mode FROM kv_ns WHERE name = $1" },
+	/* ns, uid, gid, mode, now */
+	[ST_NS_PUT] = { "ns_put",
+	    "INSERT INTO kv_ns (name, uid, gid, mode, created_at) "
+	    "VALUES ($1, $2, $3, $4, $5) ON CONFLICT (name) DO UPDATE SET "
+	    "uid = excluded.uid, gid = excluded.gid, mode = excluded.mode, "
+	    "created_at = excluded.created_at" },
+	[ST_NS_DELETE] = { "ns_delete",
+	    "DELETE FROM kv_ns WHERE name = $1" },
+	/* now */
+	[ST_NS_LIST] = { "ns_list",
+	    "SELECT name FROM kv_ns UNION SELECT ns FROM kv "
+	    "WHERE expires_at = 0 OR expires_at > $1 ORDER BY 1" },
+	/* queue, key, partition, due_at, payload, now */
+	[ST_TIMER_PUT] = { "timer_put",
+	    "INSERT INTO timers (queue_id, key, part_name, due_at, payload, "
+	    "created_at) VALUES ($1, $2, $3, $4, $5, $6) "
+	    "ON CONFLICT (queue_id, key) DO UPDATE SET "
+	    "part_name = excluded.part_name, due_at = excluded.due_at, "
+	    "payload = excluded.payload" },
+	/* queue, key */
+	[ST_TIMER_DELETE] = { "timer_delete",
+	    "DELETE FROM timers WHERE queue_id = $1 AND key = $2" },
+	[ST_TIMER_GET] = { "timer_get",
+	    "SELECT " TIMER_COLS " FROM timers WHERE queue_id = $1 "
+	    "AND key = $2" },
+	/* queue */
+	[ST_TIMER_LIST] = { "timer_list",
+	    "SELECT " TIMER_COLS " FROM timers WHERE queue_id = $1 "
+	    "ORDER BY key" },
+	/* now */
+	[ST_TIMER_DUE] = { "timer_due",
+	    "SELECT " TIMER_COLS ", queue_id FROM timers WHERE due_at <= $1 "
+	    "ORDER BY due_at, seq LIMIT 1" },
+	/* queue name */
+	[ST_NOTIFY] = { "notify",
+	    "SELECT pg_notify('" CHANNEL "', $1)" },
+};
+
+
+/* ---- errors ---- */
+
+int
+pg_errno(const char *state)
+{
+	/* no SQLSTATE: libpq itself failed, i.e. the connection */
+	if (!state || !state[0])
+		return -EIO;
+	if (strcmp(state, "23505") == 0)
+		return -EEXIST;
+	if (strcmp(state, "40001") == 0 || strcmp(state, "40P01") == 0 ||
+	    strcmp(state, "55P03") == 0)
+		return -EBUSY;
+	if (strcmp(state, "53100") == 0)
+		return -ENOSPC;
+	if (strcmp(state, "53200") == 0)
+		return -ENOMEM;
+	if (strcmp(state, "25006") == 0)
+		return -EROFS;
+	if (strcmp(state, "42501") == 0)
+		return -EACCES;
+	/* as SQLite's TOOBIG and other constraints */
+	if (strcmp(state, "54000") == 0)
+		return -EFBIG;
+	if (strncmp(state, "23", 2) == 0)
+		return -EINVAL;
+	/* 08xxx (connection), XX001/XX002 (corruption), anything else */
+	return -EIO;
+}
+
+static bool
+pg_corrupt(const char *state)
+{
+	return state && (strcmp(state, "XX001") == 0 ||
+	    strcmp(state, "XX002") == 0);
+}
+
+/* Note a failed result (r may be NULL); returns the errno. */
+static int
+fail(struct store *s, const PGresult *r)
+{
+	const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+	const char *msg = r ? PQresultErrorMessage(r) : "";
+	size_t n;
+
+	if (!msg[0])
+		msg = PQerrorMessage(s->c);
+	n = strlen(msg);
+	while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
+		n--;
+	snprintf(s->err, sizeof(s->err), "%.*s", (int)n, msg);
+	s->corrupt = pg_corrupt(state);
+	if (PQstatus(s->c) != CONNECTION_OK ||
+	    (state && strncmp(state, "08", 2) == 0))
+		s->broken = true;
+	return pg_errno(state);
+}
+
+/* ---- the connection ---- */
+
+static void
+no_notices(void *arg, const char *msg)
+{
+	(void)arg;
+	(void)msg;
+}
+
+static int
+simple(struct store *s, const char *text)
+{
+	PGresult *r = PQexec(s->c, text);
+	int rc = 0;
+
+	if (PQresultStatus(r) != PGRES_COMMAND_OK &&
+	    PQresultStatus(r) != PGRES_TUPLES_OK)
+		rc = fail(s, r);
+	PQclear(r);
+	return rc;
+}
+
+/* Session settings, in one place; again after every reconnect. */
+static int
+session(struct store *s)
+{
+	static const char *const commit[] = {
+		[QUEEN_SYNC_FULL] = "SET synchronous_commit = on",
+		[QUEEN_SYNC_NORMAL] = "SET synchronous_commit = on",
+		[QUEEN_SYNC_OFF] = "SET synchronous_commit = off",
+	};
+	int rc;
+
+	if ((rc = simple(s, "SET lock_timeout = '5s'")) != 0 ||
+	    (rc = simple(s, "SET client_min_messages = warning")) != 0 ||
+	    (rc = simple(s, commit[s->sync])) != 0)
+		return rc;
+	if (s->ro &&
+	    (rc = simple(s, "SET default_transaction_read_only = on")) != 0)
+		return rc;
+	if (s->listening && (rc = simple(s, "LISTEN " CHANNEL)) != 0)
+		return rc;
+	return 0;
+}
+
+/* After a lost connection: connect again, with a fresh session. */
+static int
+reconnect(struct store *s)
+{
+	int i;
+
+	PQreset(s->c);
+	for (i = 0; i < ST__N; i++)
+		s->prepared[i] = false;
+	if (PQstatus(s->c) != CONNECTION_OK)
+		return fail(s, NULL);
+	s->broken = false;
+	return session(s);
+}
+
+static void
+pg_close(struct store *s)
+{
+	if (!s)
+		return;
+	PQfinish(s->c);
+	free(s->seen);
+	free(s);
+}
+
+static const char *
+pg_errmsg(struct store *s)
+{
+	return s->err;
+}
+
+static bool
+pg_io_failed(struct store *s)
+{
+	return s->corrupt;
+}
+
+/* ---- running statements ---- */
+
+
+void
+a_int(struct args *a, int64_t v)
+{
+	snprintf(a->num[a->n], sizeof(a->num[a->n]), "%lld", (long long)v);
+	a->v[a->n] = a->num[a->n];
+	a->len[a->n] = 0;
+	a->fmt[a->n++] = 0;
+}
+
+void
+a_text(struct args *a, const char *t)
+{
+	a->v[a->n] = t;
+	a->len[a->n] = 0;
+	a->fmt[a->n++] = 0;
+}
+
+/* Bytes; NULL data with len 0 is the empty value, a_null is NULL. */
+void
+a_bytes(struct args *a, const void *data, size_t len)
+{
+	a->v[a->n] = len ? data : "";
+	a->len[a->n] = (int)len;
+	a->fmt[a->n++] = 1;
+}
+
+void
+a_str(struct args *a, const char *t)
+{
+	if (t)
+		a_bytes(a, t, strlen(t));
+	else
+		a_text(a, NULL);
+}
+
+void
+a_null(struct args *a)
+{
+	a_text(a, NULL);
+}
+
+/* Run a statement (prepared on first use); NULL and *rc on failure. */
+PGresult *
+exec(struct store *s, enum stmt id, const struct args *a, int *rc)
+{
+	PGresult *r;
+	ExecStatusType st;
+
+	if (!s->in_tx && s->broken && (*rc = reconnect(s)) != 0)
+		return NULL;
+	if (!s->prepared[id]) {
+		r = PQprepare(s->c, sql[id].name, sql[id].sql, 0, NULL);
+		if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+			*rc = fail(s, r);
+			PQclear(r);
+			return NULL;
+		}
+		PQclear(r);
+		s->prepared[id] = true;
+	}
+	r = PQexecPrepared(s->c, sql[id].name, a ? a->n : 0,
+	    a ? a->v : NULL, a ? a->len : NULL, a ? a->fmt : NULL, 1);
+	st = PQresultStatus(r);
+	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+		*rc = fail(s, r);
+		PQclear(r);
+		return NULL;
+	}
+	*rc = 0;
+	return r;
+}
+
+/* A statement that returns no rows we need; *changed if not NULL. */
+int
+pg_run(struct store *s, enum stmt id, const struct args *a, int64_t *changed)
+{
+	int rc;
+	PGresult *r = exec(s, id, a, &rc);
+
+	if (changed)
+		*changed = r ? strtoll(PQcmdTuples(r), NULL, 10) : 0;
+	PQclear(r);
+	return rc;
+}
+
+int
+changed_or_enoent(struct store *s, enum stmt id, const struct args *a)
+{
+	int64_t n;
+	int rc = pg_run(s, id, a, &n);
+
+	return rc == 0 && n == 0 ? -ENOENT : rc;
+}
+
+/*
+ * The row-locking twin inside a call that writes: a transaction of its
+ * own, or a savepoint of a batch.  A batch's reads between its calls only
+ * read; had they locked, a read holding a cursor row until the batch's
+ * commit could deadlock with another daemon's call that locks that row
+ * and then one this batch locks next, and PostgreSQL's cure (aborting a
+ * statement outside any savepoint) failed the whole batch.
+ */
+enum stmt
+locked(const struct store *s, enum stmt id)
+{
+	return s->in_tx && !s->ro && (!s->batch || s->sp > 0) ?
+	    LOCKED_TWIN(id) : id;
+}
+
+/* Binary integers of any width; NULL is 0. */
+int64_t
+col_int(const PGresult *r, int row, int col)
+{
+	const unsigned char *p;
+	int len, i;
+	uint64_t v = 0;
+
+	if (PQgetisnull(r, row, col))
+		return 0;
+	p = (const unsigned char *)PQgetvalue(r, row, col);
+	len = PQgetlength(r, row, col);
+	for (i = 0; i < len && i < 8; i++)
+		v = v << 8 | p[i];
+	if (len > 0 && len < 8 && (p[0] & 0x80))
+		v |= ~UINT64_C(0) << (8 * len);
+	return (int64_t)v;
+}
+
+/* Text or bytes, NUL-terminated by libpq; NULL stays NULL. */
+const char *
+col_str(const PGresult *r, int row, int col)
+{
+	return PQgetisnull(r, row, col) ? NULL : PQgetvalue(r, row, col);
+}
+
+void
+pg_col_text(const PGresult *r, int row, int col, char *buf, size_t len)
+{
+	const char *t = col_str(r, row, col);
+
+	snprintf(buf, len, "%s", t ? t : "");
+}
+
+int
+pg_one_int(struct store *s, enum stmt id, const struct args *a, int64_t *out)
+{
+	int rc;
+	PGresult *r = exec(s, id, a, &rc);
+
+	if (!r)
+		return rc;
+	if (PQntuples(r) == 0 || PQgetisnull(r, 0, 0)) {
+		PQclear(r);
+		return -ENOENT;
+	}
+	*out = col_int(r, 0, 0);
+	PQclear(r);
+	return 0;
+}
+
+/* ---- transactions ---- */
+
+static void
+tx_reset(struct store *s, bool in_tx)
+{
+	s->in_tx = in_tx;
+	s->batch = false;
+	s->sp = 0;
+	s->adopted = 0;
+	s->nseen = 0;
+}
+
+static int
+pg_begin(struct store *s)
+{
+	int rc;
+
+	tx_reset(s, false);
+	if ((s->broken || PQstatus(s->c) != CONNECTION_OK) &&
+	    (rc = reconnect(s)) != 0)
+		return rc;
+	rc = simple(s, "BEGIN ISOLATION LEVEL READ COMMITTED");
+	/* a connection lost while idle (a server restart): nothing is
+	 * lost by connecting again once */
+	if (rc != 0 && s->broken && (rc = reconnect(s)) == 0)
+		rc = simple(s, "BEGIN ISOLATION LEVEL READ COMMITTED");
+	if (rc != 0)
+		return rc;
+	tx_reset(s, true);
+	return 0;
+}
+
+static int
+pg_begin_batch(struct store *s)
+{
+	int rc = pg_begin(s);
+
+	s->batch = rc == 0;
+	return rc;
+}
+
+static int
+pg_commit(struct store *s)
+{
+	PGresult *r = PQexec(s->c, "COMMIT");
+	int rc = 0;
+
+	if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+		rc = fail(s, r);
+	} else if (strcmp(PQcmdStatus(r), "ROLLBACK") == 0) {
+		/* a failed statement had aborted it: nothing was kept */
+		snprintf(s->err, sizeof(s->err), "the transaction was aborted "
+		    "by an earlier error");
+		s->corrupt = false;
+		rc = -EIO;
+	}
+	PQclear(r);
+	tx_reset(s, false);
+	return rc;
+}
+
+static void
+pg_rollback(struct store *s)
+{
+	if (PQtransactionStatus(s->c) != PQTRANS_IDLE &&
+	    PQstatus(s->c) == CONNECTION_OK)
+		PQclear(PQexec(s->c, "ROLLBACK"));
+	tx_reset(s, false);
+}
+
+static int
+pg_savepoint(struct store *s)
+{
+	int rc = simple(s, "SAVEPOINT op");
+
+	s->sp += rc == 0;
+	return rc;
+}
+
+static int
+pg_release(struct store *s)
+{
+	if (s->sp > 0)
+		s->sp--;
+	return simple(s, "RELEASE op");
+}
+
+static void
+pg_rollback_to(struct store *s)
+{
+	if (s->sp > 0)
+		s->sp--;
+	PQclear(PQexec(s->c, "ROLLBACK TO op"));
+	PQclear(PQexec(s->c, "RELEASE op"));
+}
+
+
+/* ---- wake-ups across mounts ---- */
+
+/* Sent with the pushing transaction: delivered at its commit. */
+static int
+pg_notify(struct store *s, const char *queue)
+{
+	struct args a = { 0 };
+
+	a_text(&a, queue);
+	return pg_run(s, ST_NOTIFY, &a, NULL);
+}
+
+static int
+pg_event_fd(struct store *s)
+{
+	int rc, fd;
+
+	if (s->broken && !s->in_tx && (rc = reconnect(s)) != 0)
+		return rc;
+	if (!s->listening) {
+		if ((rc = simple(s, "LISTEN " CHANNEL)) != 0)
+			return rc;
+		s->listening = true;
+	}
+	fd = PQsocket(s->c);
+	if (fd < 0) {
+		snprintf(s->err, sizeof(s->err), "no connection");
+		s->broken = true;
+		return -EIO;
+	}
+	return fd;
+}
+
+static int
+pg_events(struct store *s, queen_name_cb cb, void *arg)
+{
+	PGnotify *n;
+	int rc = 0;
+
+	if (!PQconsumeInput(s->c))
+		return fail(s, NULL);
+	while (rc == 0 && (n = PQnotifies(s->c)) != NULL) {
+		if (strcmp(n->relname, CHANNEL) == 0)
+			rc = cb(arg, n->extra);
+		PQfreemem(n);
+	}
+	return rc;
+}
+
+static const struct store_ops pg_ops = {
+	.close = pg_close,
+	.errmsg = pg_errmsg,
+	.io_failed = pg_io_failed,
+	.begin = pg_begin,
+	.commit = pg_commit,
+	.rollback = pg_rollback,
+	.begin_batch = pg_begin_batch,
+	.savepoint = pg_savepoint,
+	.release = pg_release,
+	.rollback_to = pg_rollback_to,
+	.queue_get = pg_queue_get,
+	.queue_by_id = pg_queue_by_id,
+	.queue_insert = pg_queue_insert,
+	.queue_update = pg_queue_update,
+	.queue_delete = pg_queue_delete,
+	.queue_list = pg_queue_list,
+	.queue_usage = pg_queue_usage,
+	.part_get = pg_part_get,
+	.part_by_id = pg_part_by_id,
+	.part_by_uuid = pg_part_by_uuid,
+	.part_insert = pg_part_insert,
+	.part_update = pg_part_update,
+	.part_list = pg_part_list,
+	.group_get = pg_group_get,
+	.group_by_id = pg_group_by_id,
+	.group_insert = pg_group_insert,
+	.group_update = pg_group_update,
+	.group_delete = pg_group_delete,
+	.group_list = pg_group_list,
+	.cursor_get = pg_cursor_get,
+	.cursor_put = pg_cursor_put,
+	.cursor_by_lease = pg_cursor_by_lease,
+	.cursor_ready = pg_cursor_ready,
+	.cursor_list_group = pg_cursor_list_group,
+	.cursor_list_part = pg_cursor_list_part,
+	.cursor_wake = pg_cursor_wake,
+	.cursor_delete_group = pg_cursor_delete_group,
+	.cursor_min_committed = pg_cursor_min_committed,
+	.msg_append = pg_msg_append,
+	.msg_scan = pg_msg_scan,
+	.msg_time = pg_msg_time,
+	.msg_next = pg_msg_next,
+	.msg_count = pg_msg_count,
+	.msg_purge = pg_msg_purge,
+	.txn_find = pg_txn_find,
+	.txn_time = pg_txn_time,
+	.txn_purge = pg_txn_purge,
+	.dlq_insert = pg_dlq_insert,
+	.dlq_list = pg_dlq_list,
+	.dlq_delete = pg_dlq_delete,
+	.dlq_count = pg_dlq_count,
+	.kv_get = pg_kv_get,
+	.kv_put = pg_kv_put,
+	.kv_delete = pg_kv_delete,
+	.kv_set_expiry = pg_kv_set_expiry,
+	.kv_list = pg_kv_list,
+	.kv_purge = pg_kv_purge,
+	.ns_get = pg_ns_get,
+	.ns_put = pg_ns_put,
+	.ns_delete = pg_ns_delete,
+	.ns_list = pg_ns_list,
+	.timer_put = pg_timer_put,
+	.timer_delete = pg_timer_delete,
+	.timer_get = pg_timer_get,
+	.timer_list = pg_timer_list,
+	.timer_due = pg_timer_due,
+	.notify = pg_notify,
+	.event_fd = pg_event_fd,
+	.events = pg_events,
+};
+
+int
+pg_open(const struct queen_options *opt, struct store **out,
+    const struct store_ops **ops, char *err, size_t errlen)
+{
+	struct store *s;
+	int rc;
+
+	*out = NULL;
+	if ((unsigned)opt->sync > QUEEN_SYNC_OFF)
+		return -EINVAL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->ro = opt->read_only;
+	s->sync = opt->sync;
+	s->c = PQconnectdb(opt->path);
+	if (!s->c) {
+		rc = -ENOMEM;
+		goto out_close;
+	}
+	PQsetNoticeProcessor(s->c, no_notices, NULL);
+	if (PQstatus(s->c) != CONNECTION_OK) {
+		rc = fail(s, NULL);
+		if (strstr(s->err, "password") || strstr(s->err, "permission"))
+			rc = -EACCES;
+		snprintf(err, errlen, "%s", s->err);
+		goto out_close;
+	}
+	if ((rc = session(s)) != 0) {
+		snprintf(err, errlen, "%s", s->err);
+		goto out_close;
+	}
+	if (!s->ro && (rc = pg_schema_migrate(s->c, err, errlen)) != 0)
+		goto out_close;
+	*out = s;
+	*ops = &pg_ops;
+	return 0;
+
+out_close:
+	pg_close(s);
+	return rc;
+}

@@ -1,0 +1,177 @@
+/*
+ * pg_log.c - the PostgreSQL backend's log: message rows and the txns
+ * rows of their transactionId hashes.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pg_store.h"
+
+/* ---- messages and hash rows ---- */
+
+int
+pg_msg_append(struct store *s, int64_t pid, int64_t off, int64_t at,
+    const char *txid, const char *trace, const void *payload, size_t len,
+    const struct hash128 *h)
+{
+	struct args a = { 0 }, b = { 0 };
+	int rc;
+
+	a_int(&a, PB(pid) + off);
+	a_int(&a, at);
+	a_str(&a, txid);
+	a_str(&a, trace);
+	a_bytes(&a, payload, len);
+	if ((rc = pg_run(s, ST_MSG_APPEND, &a, NULL)) != 0)
+		return rc;
+	a_int(&b, PB(pid) + off);
+	a_bytes(&b, h->b, 16);
+	a_int(&b, at);
+	return pg_run(s, ST_TXN_APPEND, &b, NULL);
+}
+
+int
+pg_msg_scan(struct store *s, int64_t pid, int64_t from, size_t max,
+    bool payload, msg_row_cb cb, void *arg)
+{
+	struct args a = { 0 };
+	struct msg_row m;
+	PGresult *r;
+	int rc, i;
+
+	a_int(&a, PB(pid) + (from < 0 ? 0 : from));
+	a_int(&a, PB(pid) + MAX_OFFSET);
+	a_int(&a, max > INT32_MAX ? INT32_MAX : (int64_t)max);
+	r = exec(s, payload ? ST_MSG_SCAN : ST_MSG_SCAN_META, &a, &rc);
+	if (!r)
+		return rc;
+	for (i = 0; rc == 0 && i < PQntuples(r); i++) {
+		m.offset = col_int(r, i, 0) - PB(pid);
+		m.created_at = col_int(r, i, 1);
+		m.txid = col_str(r, i, 2);
+		m.trace_id = col_str(r, i, 3);
+		if (payload) {
+			m.payload = PQgetvalue(r, i, 4);
+			m.len = (size_t)PQgetlength(r, i, 4);
+		} else {
+			m.payload = NULL;
+			m.len = (size_t)col_int(r, i, 4);
+		}
+		rc = cb(arg, &m);
+	}
+	PQclear(r);
+	return rc;
+}
+
+int
+pg_msg_time(struct store *s, int64_t pid, int64_t off, int64_t *at)
+{
+	struct args a = { 0 };
+
+	a_int(&a, PB(pid) + off);
+	return pg_one_int(s, ST_MSG_TIME, &a, at);
+}
+
+/* The first row's two integers; -ENOENT when there is none. */
+static int
+two_ints(struct store *s, enum stmt id, const struct args *a, int64_t *x,
+    int64_t *y)
+{
+	int rc;
+	PGresult *r = exec(s, id, a, &rc);
+
+	if (!r)
+		return rc;
+	rc = PQntuples(r) ? 0 : -ENOENT;
+	if (rc == 0) {
+		*x = col_int(r, 0, 0);
+		if (y)
+			*y = col_int(r, 0, 1);
+	}
+	PQclear(r);
+	return rc;
+}
+
+int
+pg_msg_next(struct store *s, int64_t pid, int64_t after, int64_t *off,
+    int64_t *at)
+{
+	struct args a = { 0 };
+	int rc;
+
+	a_int(&a, PB(pid) + (after < 0 ? 0 : after));
+	a_int(&a, PB(pid) + MAX_OFFSET);
+	if ((rc = two_ints(s, ST_MSG_NEXT, &a, off, at)) == 0)
+		*off -= PB(pid);
+	return rc;
+}
+
+int
+pg_msg_count(struct store *s, int64_t pid, int64_t above, int64_t *out)
+{
+	struct args a = { 0 };
+
+	a_int(&a, PB(pid) + (above < 0 ? 0 : above));
+	a_int(&a, PB(pid) + MAX_OFFSET);
+	return pg_one_int(s, ST_MSG_COUNT, &a, out);
+}
+
+static int
+purge_range(struct store *s, enum stmt id, int64_t pid, int64_t upto,
+    int64_t limit, int64_t *deleted)
+{
+	struct args a = { 0 };
+
+	a_int(&a, PB(pid));
+	a_int(&a, PB(pid) + upto);
+	a_int(&a, limit);
+	return pg_run(s, id, &a, deleted);
+}
+
+int
+pg_msg_purge(struct store *s, int64_t pid, int64_t upto, int64_t limit,
+    int64_t *deleted)
+{
+	return purge_range(s, ST_MSG_PURGE, pid, upto, limit, deleted);
+}
+
+int
+pg_txn_find(struct store *s, int64_t pid, const struct hash128 *h,
+    int64_t lo, int64_t hi, bool highest, int64_t *off, int64_t *at)
+{
+	struct args a = { 0 };
+	int rc;
+
+	if (lo < 1)
+		lo = 1;
+	if (hi > MAX_OFFSET)
+		hi = MAX_OFFSET;
+	if (lo > hi)
+		return -ENOENT;
+	a_bytes(&a, h->b, 16);
+	a_int(&a, PB(pid) + lo);
+	a_int(&a, PB(pid) + hi);
+	rc = two_ints(s, highest ? ST_TXN_FIND_HI : ST_TXN_FIND_LO, &a, off,
+	    at);
+	if (rc == 0)
+		*off -= PB(pid);
+	return rc;
+}
+
+int
+pg_txn_time(struct store *s, int64_t pid, int64_t off, int64_t *at)
+{
+	struct args a = { 0 };
+
+	a_int(&a, PB(pid) + off);
+	return pg_one_int(s, ST_TXN_TIME, &a, at);
+}
+
+int
+pg_txn_purge(struct store *s, int64_t pid, int64_t upto, int64_t limit,
+    int64_t *deleted)
+{
+	return purge_range(s, ST_TXN_PURGE, pid, upto, limit, deleted);
+}

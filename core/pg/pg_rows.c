@@ -1,0 +1,652 @@
+/*
+ * pg_rows.c - the PostgreSQL backend's rows of queues, partitions,
+ * groups and cursors, and the row locks that keep one lease per
+ * (partition, group) across processes and hosts.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pg_store.h"
+
+/* ---- queues ---- */
+
+static void
+read_queue(const PGresult *r, int i, struct queue_row *q)
+{
+	int k;
+
+	q->id = col_int(r, i, 0);
+	pg_col_text(r, i, 1, q->name, sizeof(q->name));
+	q->created_at = col_int(r, i, 2);
+	q->owner.uid = (uid_t)col_int(r, i, 3);
+	q->owner.gid = (gid_t)col_int(r, i, 4);
+	q->owner.mode = (mode_t)col_int(r, i, 5);
+	for (k = 0; k < QCONF_N; k++)
+		*QCONF_FIELD(&q->conf, k) = col_int(r, i, 6 + k);
+}
+
+static int
+get_queue(struct store *s, enum stmt id, const struct args *a,
+    struct queue_row *out)
+{
+	int rc;
+	PGresult *r = exec(s, id, a, &rc);
+
+	if (!r)
+		return rc;
+	rc = PQntuples(r) ? 0 : -ENOENT;
+	if (rc == 0)
+		read_queue(r, 0, out);
+	PQclear(r);
+	return rc;
+}
+
+int
+pg_queue_get(struct store *s, const char *name, struct queue_row *out)
+{
+	struct args a = { 0 };
+
+	a_text(&a, name);
+	return get_queue(s, ST_QUEUE_GET, &a, out);
+}
+
+int
+pg_queue_by_id(struct store *s, int64_t id, struct queue_row *out)
+{
+	struct args a = { 0 };
+
+	a_int(&a, id);
+	return get_queue(s, ST_QUEUE_BY_ID, &a, out);
+}
+
+static void
+args_queue(struct args *a, const struct queue_row *q)
+{
+	int k;
+
+	a_text(a, q->name);
+	a_int(a, q->created_at);
+	a_int(a, q->owner.uid);
+	a_int(a, q->owner.gid);
+	a_int(a, q->owner.mode);
+	for (k = 0; k < QCONF_N; k++)
+		a_int(a, *QCONF_FIELD((struct qconf *)&q->conf, k));
+}
+
+/*
+ * The id of an insert ... on conflict do nothing returning id: 1 and *id,
+ * or 0 when another process inserted the row first.
+ */
+static int
+insert_id(struct store *s, enum stmt id, const struct args *a, int64_t *out)
+{
+	int rc;
+	PGresult *r = exec(s, id, a, &rc);
+
+	if (!r)
+		return rc;
+	rc = PQntuples(r) == 1;
+	if (rc)
+		*out = col_int(r, 0, 0);
+	PQclear(r);
+	return rc;
+}
+
+/* A race lost: the winner's row vanished before we could read it. */
+static int
+raced(struct store *s, int rc, const char *what, const char *name)
+{
+	if (rc != -ENOENT)
+		return rc;
+	snprintf(s->err, sizeof(s->err), "%s '%.64s' was created and deleted "
+	    "concurrently", what, name);
+	return -EEXIST;
+}
+
+int
+pg_queue_insert(struct store *s, struct queue_row *q)
+{
+	struct args a = { 0 };
+	int rc;
+
+	args_queue(&a, q);
+	rc = insert_id(s, ST_QUEUE_INSERT, &a, &q->id);
+	if (rc == 0)
+		rc = raced(s, pg_queue_get(s, q->name, q), "queue", q->name);
+	return rc < 0 ? rc : 0;
+}
+
+int
+pg_queue_update(struct store *s, const struct queue_row *q)
+{
+	struct args a = { 0 };
+
+	args_queue(&a, q);
+	a_int(&a, q->id);
+	return pg_run(s, ST_QUEUE_UPDATE, &a, NULL);
+}
+
+static int
+delete_part_rows(struct store *s, int64_t pid)
+{
+	struct args a = { 0 };
+	int rc;
+
+	a_int(&a, PB(pid));
+	a_int(&a, PB(pid) + MAX_OFFSET);
+	if ((rc = pg_run(s, ST_MSG_DELETE_PART, &a, NULL)) != 0)
+		return rc;
+	return pg_run(s, ST_TXN_DELETE_PART, &a, NULL);
+}
+
+static int
+drop_part(void *arg, const struct part_row *p)
+{
+	return delete_part_rows(arg, p->id);
+}
+
+
+int
+pg_queue_delete(struct store *s, int64_t id)
+{
+	struct args a = { 0 };
+	int rc;
+
+	/* partitions go with the queue (cascade); their log rows first */
+	if ((rc = pg_part_list(s, id, "", drop_part, s)) != 0)
+		return rc;
+	a_int(&a, id);
+	return pg_run(s, ST_QUEUE_DELETE, &a, NULL);
+}
+
+int
+pg_queue_list(struct store *s, queue_row_cb cb, void *arg)
+{
+	struct queue_row q;
+	int rc, i;
+	PGresult *r = exec(s, ST_QUEUE_LIST, NULL, &rc);
+
+	if (!r)
+		return rc;
+	for (i = 0; rc == 0 && i < PQntuples(r); i++) {
+		read_queue(r, i, &q);
+		rc = cb(arg, &q);
+	}
+	PQclear(r);
+	return rc;
+}
+
+int
+pg_queue_usage(struct store *s, int64_t id, int64_t *msgs, int64_t *groups,
+    int64_t *timers)
+{
+	struct args a = { 0 };
+	int rc;
+
+	a_int(&a, id);
+	if ((rc = pg_one_int(s, ST_QUEUE_MSGS, &a, msgs)) != 0 ||
+	    (rc = pg_one_int(s, ST_QUEUE_GROUPS, &a, groups)) != 0)
+		return rc;
+	return pg_one_int(s, ST_QUEUE_TIMERS, &a, timers);
+}
+
+/* ---- partitions ---- */
+
+static void
+read_part(const PGresult *r, int i, struct part_row *p)
+{
+	p->id = col_int(r, i, 0);
+	p->queue_id = col_int(r, i, 1);
+	pg_col_text(r, i, 2, p->name, sizeof(p->name));
+	pg_col_text(r, i, 3, p->uuid, sizeof(p->uuid));
+	p->head = col_int(r, i, 4);
+	p->tail = col_int(r, i, 5);
+	p->txns_start = col_int(r, i, 6);
+	p->last_push_at = col_int(r, i, 7);
+	p->duplicates = col_int(r, i, 8);
+	p->created_at = col_int(r, i, 9);
+}
+
+static int
+get_part(struct store *s, enum stmt id, const struct args *a,
+    struct part_row *out)
+{
+	int rc;
+	PGresult *r = exec(s, id, a, &rc);
+
+	if (!r)
+		return rc;
+	rc = PQntuples(r) ? 0 : -ENOENT;
+	if (rc == 0)
+		read_part(r, 0, out);
+	PQclear(r);
+	return rc;
+}
+
+/* Locked in a transaction: appends to one partition serialize. */
+int
+pg_part_get(struct store *s, int64_t qid, const char *name,
+    struct part_row *out)
+{
+	struct args a = { 0 };
+
+	a_int(&a, qid);
+	a_text(&a, name);
+	return get_part(s, locked(s, ST_PART_GET), &a, out);
+}
+
+int
+pg_part_by_id(struct store *s, int64_t id, struct part_row *out)
+{
+	struct args a = { 0 };
+
+	a_int(&a, id);
+	return get_part(s, ST_PART_BY_ID, &a, out);
+}
+
+int
+pg_part_by_uuid(struct store *s, const char *uuid, struct part_row *out)
+{
+	struct args a = { 0 };
+
+	a_text(&a, uuid);
+	return get_part(s, ST_PART_BY_UUID, &a, out);
+}
+
+int
+pg_part_insert(struct store *s, struct part_row *p)
+{
+	struct args a = { 0 };
+	int rc;
+
+	a_int(&a, p->queue_id);
+	a_text(&a, p->name);
+	a_text(&a, p->uuid);
+	a_int(&a, p->head);
+	a_int(&a, p->tail);
+	a_int(&a, p->txns_start);
+	a_int(&a, p->last_push_at);
+	a_int(&a, p->duplicates);
+	a_int(&a, p->created_at);
+	rc = insert_id(s, ST_PART_INSERT, &a, &p->id);
+	if (rc == 0)
+		rc = raced(s, pg_part_get(s, p->queue_id, p->name, p),
+		    "partition", p->name);
+	return rc < 0 ? rc : 0;
+}
+
+int
+pg_part_update(struct store *s, const struct part_row *p)
+{
+	struct args a = { 0 };
+
+	a_int(&a, p->head);
+	a_int(&a, p->tail);
+	a_int(&a, p->txns_start);
+	a_int(&a, p->last_push_at);
+	a_int(&a, p->duplicates);
+	a_int(&a, p->id);
+	return pg_run(s, ST_PART_UPDATE, &a, NULL);
+}
+
+/*
+ * Locked in a transaction: maintenance writes back what it listed.  The
+ * callback may use the store, so each page of 128 is read whole before
+ * its callbacks, and the next starts after the last name, as in db.c.
+ */
+#define PART_PAGE 128
+
+int
+pg_part_list(struct store *s, int64_t qid, const char *from, part_row_cb cb,
+    void *arg)
+{
+	char after[QUEEN_NAME_MAX + 1];
+	struct part_row p;
+	PGresult *r;
+	int rc, i, n;
+
+	snprintf(after, sizeof(after), "%s", from);
+	do {
+		struct args a = { 0 };
+
+		a_int(&a, qid);
+		a_text(&a, after);
+		a_int(&a, PART_PAGE);
+		if (!(r = exec(s, locked(s, ST_PART_LIST), &a, &rc)))
+			return rc;
+		n = PQntuples(r);
+		for (i = 0; rc == 0 && i < n; i++) {
+			read_part(r, i, &p);
+			memcpy(after, p.name, sizeof(after));
+			rc = cb(arg, &p);
+		}
+		PQclear(r);
+	} while (rc == 0 && n == PART_PAGE);
+	return rc;
+}
+
+/* ---- groups ---- */
+
+static void
+read_group(const PGresult *r, int i, struct group_row *g)
+{
+	g->id = col_int(r, i, 0);
+	g->queue_id = col_int(r, i, 1);
+	pg_col_text(r, i, 2, g->name, sizeof(g->name));
+	g->mode = col_int(r, i, 3);
+	g->since = col_int(r, i, 4);
+	g->created_at = col_int(r, i, 5);
+	g->batch = col_int(r, i, 6);
+	g->wait = col_int(r, i, 7);
+	g->auto_ack = col_int(r, i, 8);
+	g->has_owner = !PQgetisnull(r, i, 9);
+	g->owner.uid = (uid_t)col_int(r, i, 9);
+	g->owner.gid = (gid_t)col_int(r, i, 10);
+	g->owner.mode = (mode_t)col_int(r, i, 11);
+}
+
+static int
+get_group(struct store *s, enum stmt id, const struct args *a,
+    struct group_row *out)
+{
+	int rc;
+	PGresult *r = exec(s, id, a, &rc);
+
+	if (!r)
+		return rc;
+	rc = PQntuples(r) ? 0 : -ENOENT;
+	if (rc == 0)
+		read_group(r, 0, out);
+	PQclear(r);
+	return rc;
+}
+
+int
+pg_group_get(struct store *s, int64_t qid, const char *name,
+    struct group_row *out)
+{
+	struct args a = { 0 };
+
+	a_int(&a, qid);
+	a_text(&a, name);
+	return get_group(s, ST_GROUP_GET, &a, out);
+}
+
+int
+pg_group_by_id(struct store *s, int64_t id, struct group_row *out)
+{
+	struct args a = { 0 };
+
+	a_int(&a, id);
+	return get_group(s, ST_GROUP_BY_ID, &a, out);
+}
+
+static void
+args_group(struct args *a, const struct group_row *g)
+{
+	a_int(a, g->queue_id);
+	a_text(a, g->name);
+	a_int(a, g->mode);
+	a_int(a, g->since);
+	a_int(a, g->created_at);
+	a_int(a, g->batch);
+	a_int(a, g->wait);
+	a_int(a, g->auto_ack);
+	if (g->has_owner) {
+		a_int(a, g->owner.uid);
+		a_int(a, g->owner.gid);
+		a_int(a, g->owner.mode);
+	} else {
+		a_null(a);
+		a_null(a);
+		a_null(a);
+	}
+}
+
+int
+pg_group_insert(struct store *s, struct group_row *g)
+{
+	struct args a = { 0 };
+	int rc;
+
+	args_group(&a, g);
+	rc = insert_id(s, ST_GROUP_INSERT, &a, &g->id);
+	if (rc == 0) {
+		rc = raced(s, pg_group_get(s, g->queue_id, g->name, g),
+		    "group", g->name);
+		if (rc == 0) {
+			/* the winner made its cursors: ours must not
+			 * overwrite them (see cursor_put) */
+			s->adopted = g->id;
+			s->nseen = 0;
+		}
+	}
+	return rc < 0 ? rc : 0;
+}
+
+int
+pg_group_update(struct store *s, const struct group_row *g)
+{
+	struct args a = { 0 };
+
+	args_group(&a, g);
+	a_int(&a, g->id);
+	return pg_run(s, ST_GROUP_UPDATE, &a, NULL);
+}
+
+int
+pg_group_delete(struct store *s, int64_t id)
+{
+	struct args a = { 0 };
+
+	a_int(&a, id);
+	return pg_run(s, ST_GROUP_DELETE, &a, NULL);
+}
+
+int
+pg_group_list(struct store *s, int64_t qid, group_row_cb cb, void *arg)
+{
+	struct args a = { 0 };
+	struct group_row g;
+	PGresult *r;
+	int rc, i;
+
+	a_int(&a, qid);
+	if (!(r = exec(s, ST_GROUP_LIST, &a, &rc)))
+		return rc;
+	for (i = 0; rc == 0 && i < PQntuples(r); i++) {
+		read_group(r, i, &g);
+		rc = cb(arg, &g);
+	}
+	PQclear(r);
+	return rc;
+}
+
+/* ---- cursors ---- */
+
+/*
+ * The adopted group.  When two processes create one group at once, the
+ * loser's group_insert reads the winner's row, and the engine then
+ * creates the group's cursors as if it were new, overwriting the
+ * winner's (and any lease it took).  So for that group, a put of a cursor
+ * this transaction has not read is a creation and keeps an existing row;
+ * every real update follows a read of its row.
+ */
+static int
+seen_note(struct store *s, int64_t gid, int64_t pid)
+{
+	size_t i;
+
+	if (!s->adopted || gid != s->adopted)
+		return 0;
+	for (i = 0; i < s->nseen; i++) {
+		if (s->seen[i] == pid)
+			return 1;
+	}
+	if (s->nseen == s->capseen) {
+		size_t cap = s->capseen ? s->capseen * 2 : 16;
+		int64_t *v = realloc(s->seen, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		s->seen = v;
+		s->capseen = cap;
+	}
+	s->seen[s->nseen++] = pid;
+	return 0;
+}
+
+/* Fills *c; -ENOMEM only when the adopted group's bookkeeping fails. */
+static int
+read_cursor(struct store *s, const PGresult *r, int i, struct cursor_row *c)
+{
+	c->partition_id = col_int(r, i, 0);
+	c->group_id = col_int(r, i, 1);
+	c->committed = col_int(r, i, 2);
+	c->batch_end = col_int(r, i, 3);
+	pg_col_text(r, i, 4, c->lease_id, sizeof(c->lease_id));
+	c->lease_expires_at = col_int(r, i, 5);
+	c->retry_count = col_int(r, i, 6);
+	c->next_at = col_int(r, i, 7);
+	return seen_note(s, c->group_id, c->partition_id) < 0 ? -ENOMEM : 0;
+}
+
+static int
+get_cursor(struct store *s, enum stmt id, const struct args *a,
+    struct cursor_row *out)
+{
+	int rc;
+	PGresult *r = exec(s, id, a, &rc);
+
+	if (!r)
+		return rc;
+	rc = PQntuples(r) ? read_cursor(s, r, 0, out) : -ENOENT;
+	PQclear(r);
+	return rc;
+}
+
+int
+pg_cursor_get(struct store *s, int64_t pid, int64_t gid,
+    struct cursor_row *out)
+{
+	struct args a = { 0 };
+
+	a_int(&a, pid);
+	a_int(&a, gid);
+	return get_cursor(s, locked(s, ST_CUR_GET), &a, out);
+}
+
+int
+pg_cursor_put(struct store *s, const struct cursor_row *c)
+{
+	struct args a = { 0 };
+	int seen = seen_note(s, c->group_id, c->partition_id);
+
+	if (seen < 0)
+		return seen;
+	a_int(&a, c->partition_id);
+	a_int(&a, c->group_id);
+	a_int(&a, c->committed);
+	a_int(&a, c->batch_end);
+	if (c->lease_id[0])
+		a_text(&a, c->lease_id);
+	else
+		a_null(&a);
+	a_int(&a, c->lease_expires_at);
+	a_int(&a, c->retry_count);
+	a_int(&a, c->next_at);
+	if (s->adopted && c->group_id == s->adopted && !seen)
+		return pg_run(s, ST_CUR_PUT_NEW, &a, NULL);
+	return pg_run(s, ST_CUR_PUT, &a, NULL);
+}
+
+int
+pg_cursor_by_lease(struct store *s, const char *lease, struct cursor_row *out)
+{
+	struct args a = { 0 };
+
+	a_text(&a, lease);
+	return get_cursor(s, locked(s, ST_CUR_BY_LEASE), &a, out);
+}
+
+/* All rows are read before the first callback, as db.c collects them. */
+static int
+cursor_walk(struct store *s, enum stmt id, const struct args *a,
+    cursor_row_cb cb, void *arg)
+{
+	struct cursor_row c;
+	PGresult *r;
+	int rc, i, n;
+
+	if (!(r = exec(s, id, a, &rc)))
+		return rc;
+	n = PQntuples(r);
+	for (i = 0; rc == 0 && i < n; i++) {
+		if ((rc = read_cursor(s, r, i, &c)) == 0)
+			rc = cb(arg, &c);
+	}
+	PQclear(r);
+	return rc;
+}
+
+int
+pg_cursor_ready(struct store *s, int64_t gid, int64_t upto, int64_t after_at,
+    int64_t after_pid, cursor_row_cb cb, void *arg)
+{
+	struct args a = { 0 };
+
+	a_int(&a, gid);
+	a_int(&a, upto);
+	a_int(&a, after_at);
+	a_int(&a, after_pid);
+	return cursor_walk(s, locked(s, ST_CUR_READY), &a, cb, arg);
+}
+
+int
+pg_cursor_list_group(struct store *s, int64_t gid, cursor_row_cb cb,
+    void *arg)
+{
+	struct args a = { 0 };
+
+	a_int(&a, gid);
+	return cursor_walk(s, locked(s, ST_CUR_LIST_GROUP), &a, cb, arg);
+}
+
+int
+pg_cursor_list_part(struct store *s, int64_t pid, cursor_row_cb cb, void *arg)
+{
+	struct args a = { 0 };
+
+	a_int(&a, pid);
+	return cursor_walk(s, locked(s, ST_CUR_LIST_PART), &a, cb, arg);
+}
+
+int
+pg_cursor_wake(struct store *s, int64_t pid, int64_t at)
+{
+	struct args a = { 0 };
+
+	a_int(&a, pid);
+	a_int(&a, at);
+	return pg_run(s, ST_CUR_WAKE, &a, NULL);
+}
+
+int
+pg_cursor_delete_group(struct store *s, int64_t gid)
+{
+	struct args a = { 0 };
+
+	a_int(&a, gid);
+	return pg_run(s, ST_CUR_DEL_GROUP, &a, NULL);
+}
+
+int
+pg_cursor_min_committed(struct store *s, int64_t pid, int64_t *out)
+{
+	struct args a = { 0 };
+
+	a_int(&a, pid);
+	return pg_one_int(s, ST_CUR_MIN, &a, out);
+}

@@ -1,0 +1,179 @@
+/*
+ * pg_store.h - private to the PostgreSQL backend's db_pg.c and pg_*.c
+ * files: the store's handle, the statement ids (their texts are
+ * db_pg.c's table), statement parameters, and the functions one of
+ * those files defines for another.
+ */
+#ifndef PG_STORE_H
+#define PG_STORE_H
+
+#include "pg.h"
+
+#define PB(pid) ((int64_t)(pid) << OFFSET_BITS)
+/*
+ * Checklist for a new statement: add its enum, its name and text (with
+ * the parameter order beside it), and run it with exec().  A statement
+ * with a row-locking twin is followed directly by it (ST_X, ST_X_LK):
+ * locked() picks the twin inside a read-write transaction.
+ */
+enum stmt {
+	ST_QUEUE_GET, ST_QUEUE_BY_ID, ST_QUEUE_INSERT, ST_QUEUE_UPDATE,
+	ST_QUEUE_DELETE, ST_QUEUE_LIST, ST_QUEUE_MSGS, ST_QUEUE_GROUPS,
+	ST_QUEUE_TIMERS,
+	ST_PART_GET, ST_PART_GET_LK, ST_PART_BY_ID, ST_PART_BY_UUID,
+	ST_PART_INSERT, ST_PART_UPDATE, ST_PART_LIST, ST_PART_LIST_LK,
+	ST_GROUP_GET, ST_GROUP_BY_ID, ST_GROUP_INSERT, ST_GROUP_UPDATE,
+	ST_GROUP_DELETE, ST_GROUP_LIST,
+	ST_CUR_GET, ST_CUR_GET_LK, ST_CUR_PUT, ST_CUR_PUT_NEW,
+	ST_CUR_BY_LEASE, ST_CUR_BY_LEASE_LK, ST_CUR_READY, ST_CUR_READY_LK,
+	ST_CUR_LIST_GROUP, ST_CUR_LIST_GROUP_LK, ST_CUR_LIST_PART,
+	ST_CUR_LIST_PART_LK, ST_CUR_WAKE, ST_CUR_DEL_GROUP, ST_CUR_MIN,
+	ST_MSG_APPEND, ST_TXN_APPEND, ST_MSG_SCAN, ST_MSG_SCAN_META,
+	ST_MSG_TIME, ST_MSG_NEXT, ST_MSG_COUNT, ST_MSG_PURGE,
+	ST_MSG_DELETE_PART,
+	ST_TXN_FIND_LO, ST_TXN_FIND_HI, ST_TXN_TIME, ST_TXN_PURGE,
+	ST_TXN_DELETE_PART,
+	ST_DLQ_INSERT, ST_DLQ_LIST, ST_DLQ_LIST_META, ST_DLQ_GET, ST_DLQ_GET_META,
+	ST_DLQ_COUNT, ST_DLQ_DELETE,
+	ST_KV_GET, ST_KV_PUT, ST_KV_DELETE, ST_KV_EXPIRY, ST_KV_LIST,
+	ST_KV_PURGE,
+	ST_NS_GET, ST_NS_PUT, ST_NS_DELETE, ST_NS_LIST,
+	ST_TIMER_PUT, ST_TIMER_DELETE, ST_TIMER_GET, ST_TIMER_LIST,
+	ST_TIMER_DUE,
+	ST_NOTIFY,
+	ST__N
+};
+
+/* the row-locking twin of a statement that has one: the next enumerator */
+#define LOCKED_TWIN(id) ((enum stmt)((id) + 1))
+_Static_assert(ST_CUR_BY_LEASE_LK == LOCKED_TWIN(ST_CUR_BY_LEASE), "twin");
+_Static_assert(ST_CUR_GET_LK == LOCKED_TWIN(ST_CUR_GET), "twin");
+_Static_assert(ST_CUR_LIST_GROUP_LK == LOCKED_TWIN(ST_CUR_LIST_GROUP), "twin");
+_Static_assert(ST_CUR_LIST_PART_LK == LOCKED_TWIN(ST_CUR_LIST_PART), "twin");
+_Static_assert(ST_CUR_READY_LK == LOCKED_TWIN(ST_CUR_READY), "twin");
+_Static_assert(ST_PART_GET_LK == LOCKED_TWIN(ST_PART_GET), "twin");
+_Static_assert(ST_PART_LIST_LK == LOCKED_TWIN(ST_PART_LIST), "twin");
+struct store {
+	PGconn *c;
+	bool prepared[ST__N];
+	enum queen_sync sync;
+	bool ro;
+	bool in_tx;
+	bool batch;             /* in_tx holds a batch: see locked() */
+	int sp;                 /* savepoints open */
+	bool broken;            /* the connection failed: reset before use */
+	bool listening;
+	bool corrupt;           /* the last failure was corruption */
+	/* a group another process created while we tried to (see
+	 * cursor_put), and the partitions whose cursor of it we have seen */
+	int64_t adopted;
+	int64_t *seen;
+	size_t nseen, capseen;
+	char err[256];
+};
+#define MAXP 24
+
+/* Parameters: integers as text, strings as text, bytes as binary. */
+struct args {
+	int n;
+	const char *v[MAXP];
+	int len[MAXP];
+	int fmt[MAXP];
+	char num[MAXP][24];
+};
+
+void a_int(struct args *a, int64_t v);
+void a_text(struct args *a, const char *t);
+void a_bytes(struct args *a, const void *data, size_t len);
+void a_str(struct args *a, const char *t);
+void a_null(struct args *a);
+PGresult *exec(struct store *s, enum stmt id, const struct args *a, int *rc);
+int pg_run(struct store *s, enum stmt id, const struct args *a, int64_t *changed);
+int changed_or_enoent(struct store *s, enum stmt id, const struct args *a);
+enum stmt locked(const struct store *s, enum stmt id);
+int64_t col_int(const PGresult *r, int row, int col);
+const char *col_str(const PGresult *r, int row, int col);
+void pg_col_text(const PGresult *r, int row, int col, char *buf, size_t len);
+int pg_one_int(struct store *s, enum stmt id, const struct args *a, int64_t *out);
+int pg_queue_get(struct store *s, const char *name, struct queue_row *out);
+int pg_queue_by_id(struct store *s, int64_t id, struct queue_row *out);
+int pg_queue_insert(struct store *s, struct queue_row *q);
+int pg_queue_update(struct store *s, const struct queue_row *q);
+int pg_queue_delete(struct store *s, int64_t id);
+int pg_queue_list(struct store *s, queue_row_cb cb, void *arg);
+int pg_queue_usage(struct store *s, int64_t id, int64_t *msgs, int64_t *groups,
+    int64_t *timers);
+int pg_part_get(struct store *s, int64_t qid, const char *name,
+    struct part_row *out);
+int pg_part_by_id(struct store *s, int64_t id, struct part_row *out);
+int pg_part_by_uuid(struct store *s, const char *uuid, struct part_row *out);
+int pg_part_insert(struct store *s, struct part_row *p);
+int pg_part_update(struct store *s, const struct part_row *p);
+int pg_part_list(struct store *s, int64_t qid, const char *from, part_row_cb cb,
+    void *arg);
+int pg_group_get(struct store *s, int64_t qid, const char *name,
+    struct group_row *out);
+int pg_group_by_id(struct store *s, int64_t id, struct group_row *out);
+int pg_group_insert(struct store *s, struct group_row *g);
+int pg_group_update(struct store *s, const struct group_row *g);
+int pg_group_delete(struct store *s, int64_t id);
+int pg_group_list(struct store *s, int64_t qid, group_row_cb cb, void *arg);
+int pg_cursor_get(struct store *s, int64_t pid, int64_t gid,
+    struct cursor_row *out);
+int pg_cursor_put(struct store *s, const struct cursor_row *c);
+int pg_cursor_by_lease(struct store *s, const char *lease, struct cursor_row *out);
+int pg_cursor_ready(struct store *s, int64_t gid, int64_t upto, int64_t after_at,
+    int64_t after_pid, cursor_row_cb cb, void *arg);
+int pg_cursor_list_group(struct store *s, int64_t gid, cursor_row_cb cb,
+    void *arg);
+int pg_cursor_list_part(struct store *s, int64_t pid, cursor_row_cb cb, void *arg);
+int pg_cursor_wake(struct store *s, int64_t pid, int64_t at);
+int pg_cursor_delete_group(struct store *s, int64_t gid);
+int pg_cursor_min_committed(struct store *s, int64_t pid, int64_t *out);
+int pg_msg_append(struct store *s, int64_t pid, int64_t off, int64_t at,
+    const char *txid, const char *trace, const void *payload, size_t len,
+    const struct hash128 *h);
+int pg_msg_scan(struct store *s, int64_t pid, int64_t from, size_t max,
+    bool payload, msg_row_cb cb, void *arg);
+int pg_msg_time(struct store *s, int64_t pid, int64_t off, int64_t *at);
+int pg_msg_next(struct store *s, int64_t pid, int64_t after, int64_t *off,
+    int64_t *at);
+int pg_msg_count(struct store *s, int64_t pid, int64_t above, int64_t *out);
+int pg_msg_purge(struct store *s, int64_t pid, int64_t upto, int64_t limit,
+    int64_t *deleted);
+int pg_txn_find(struct store *s, int64_t pid, const struct hash128 *h,
+    int64_t lo, int64_t hi, bool highest, int64_t *off, int64_t *at);
+int pg_txn_time(struct store *s, int64_t pid, int64_t off, int64_t *at);
+int pg_txn_purge(struct store *s, int64_t pid, int64_t upto, int64_t limit,
+    int64_t *deleted);
+int pg_dlq_insert(struct store *s, const struct dlq_row *d);
+int pg_dlq_list(struct store *s, int64_t qid, const char *group,
+    const char *part, const char *txid, bool payload,
+    queen_dlq_cb cb, void *arg);
+int pg_dlq_count(struct store *s, int64_t qid, const char *group, int64_t *out);
+int pg_dlq_delete(struct store *s, int64_t id);
+int pg_kv_get(struct store *s, const char *ns, const char *key, int64_t now,
+    struct queen_kv_value **out);
+int pg_kv_put(struct store *s, const char *ns, const char *key, const void *data,
+    size_t len, int64_t expires_at, int64_t now);
+int pg_kv_delete(struct store *s, const char *ns, const char *key, int64_t now);
+int pg_kv_set_expiry(struct store *s, const char *ns, const char *key,
+    int64_t expires_at, int64_t now);
+int pg_kv_list(struct store *s, const char *ns, int64_t now, queen_kv_cb cb,
+    void *arg);
+int pg_kv_purge(struct store *s, int64_t now, int64_t limit, int64_t *deleted);
+int pg_ns_get(struct store *s, const char *ns, struct queen_owner *o);
+int pg_ns_put(struct store *s, const char *ns, const struct queen_owner *o,
+    int64_t now);
+int pg_ns_delete(struct store *s, const char *ns);
+int pg_ns_list(struct store *s, int64_t now, queen_name_cb cb, void *arg);
+int pg_timer_put(struct store *s, int64_t qid, const char *key, const char *part,
+    int64_t due_at, const void *payload, size_t len, int64_t now);
+int pg_timer_delete(struct store *s, int64_t qid, const char *key);
+int pg_timer_get(struct store *s, int64_t qid, const char *key, bool payload,
+    struct queen_timer_info **out);
+int pg_timer_list(struct store *s, int64_t qid, queen_timer_cb cb, void *arg);
+int pg_timer_due(struct store *s, int64_t now, int64_t *qid,
+    struct queen_timer_info **out);
+
+#endif

@@ -1,0 +1,203 @@
+/*
+ * t-http.c - the front end under Queen's HTTP routes (queen_http), with
+ * no sockets: routing and status codes (201, 204, 400, 404, 409, 413),
+ * the push and pop shapes, the Default partition, a long poll's -EAGAIN
+ * and what it asks to watch, group start, queue purge with its dedup
+ * state, and the DLQ listing.  Answers are parsed with jansson.
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/core.h"
+#include "../core/queen_api.h"
+#include "qtest.h"
+#include "tap.h"
+
+struct res {
+	int rc, status;
+	json_t *js;
+};
+
+static struct res
+call(struct queen *q, const char *method, const char *path,
+    const struct queen_http_arg *args, size_t nargs, const char *body,
+    struct queen_api_wait *wait)
+{
+	struct queen_http_req r = { .method = method, .path = path,
+	    .args = args, .nargs = nargs, .body = body ? body : "",
+	    .len = body ? strlen(body) : 0, .version = "t" };
+	struct queen_http_answer a;
+	struct res out = { 0 };
+	json_error_t e;
+
+	out.rc = queen_http(q, &r, &a, wait);
+	out.status = a.status;
+	if (a.body && !a.text)
+		out.js = json_loads(a.body, JSON_DECODE_ANY, &e);
+	free(a.body);
+	return out;
+}
+
+static const char *
+str(json_t *o, const char *k)
+{
+	json_t *v = json_object_get(o, k);
+
+	return json_is_string(v) ? json_string_value(v) : "";
+}
+
+static void
+test_routes(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "http-routes");
+	struct queen_http_arg a[2] = { { "batch", "10" }, { "wait", "false" } };
+	struct res r;
+
+	r = call(q, "GET", "/health", NULL, 0, NULL, NULL);
+	is_int(r.status, 200, "/health");
+	is_str(str(r.js, "status"), "healthy", "healthy");
+	json_decref(r.js);
+	r = call(q, "GET", "/api/v1/nothing", NULL, 0, NULL, NULL);
+	is_int(r.status, 404, "unknown route: 404");
+	ok(*str(r.js, "error"), "with an error");
+	json_decref(r.js);
+	r = call(q, "PUT", "/api/v1/push", NULL, 0, "{}", NULL);
+	is_int(r.status, 405, "unknown method: 405");
+	json_decref(r.js);
+	r = call(q, "POST", "/api/v1/push", NULL, 0, "{\"items\":", NULL);
+	is_int(r.status, 400, "bad JSON: 400");
+	json_decref(r.js);
+	r = call(q, "POST", "/api/v1/push", NULL, 0,
+	    "{\"items\":[{\"queue\":\"a b\",\"payload\":1}]}", NULL);
+	is_int(r.status, 400, "bad queue name: 400");
+	json_decref(r.js);
+	r = call(q, "GET", "/api/v1/pop/queue/none", a, 2, NULL, NULL);
+	is_int(r.status, 204, "unknown queue pops nothing: 204");
+	ok(r.js == NULL, "and no body");
+	r = call(q, "POST", "/api/v1/push", NULL, 0,
+	    "{\"items\":[{\"queue\":\"o\",\"payload\":{\"a\":1},"
+	    "\"transactionId\":\"x\"},{\"queue\":\"o\",\"payload\":null,"
+	    "\"transactionId\":\"x\"}]}", NULL);
+	is_int(r.status, 201, "push: 201");
+	is_int((int64_t)json_array_size(r.js), 2, "two results");
+	is_str(str(json_array_get(r.js, 0), "status"), "queued", "queued");
+	is_str(str(json_array_get(r.js, 1), "status"), "duplicate",
+	    "duplicate");
+	is_str(str(json_array_get(r.js, 1), "message_id"),
+	    str(json_array_get(r.js, 0), "message_id"), "the stored id");
+	json_decref(r.js);
+	r = call(q, "GET", "/api/v1/pop/queue/o", a, 2, NULL, NULL);
+	is_int(r.status, 200, "pop: 200");
+	{
+		json_t *m = json_array_get(json_object_get(r.js, "messages"),
+		    0);
+
+		is_str(str(m, "partition"), "Default", "Queen's Default");
+		is_str(str(m, "transactionId"), "x", "txid");
+		ok(json_is_object(json_object_get(m, "data")), "data");
+	}
+	json_decref(r.js);
+	fix_close(&f);
+}
+
+static void
+test_wait(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "http-wait");
+	struct queen_http_arg a[3] = { { "wait", "true" },
+		{ "timeout", "5000" }, { "consumerGroup", "g" } };
+	struct queen_api_wait w;
+	struct res r;
+
+	memset(&w, 0, sizeof(w));
+	r = call(q, "GET", "/api/v1/pop/queue/wq", a, 3, NULL, &w);
+	is_int(r.rc, -EAGAIN, "a long poll that finds nothing waits");
+	is_int(w.wait_ms, 5000, "for its timeout");
+	is_str(w.queue, "wq", "on its queue");
+	is_str(w.group, "g", "for its group");
+	r = call(q, "GET", "/api/v1/pop/queue/wq", a, 3, NULL, NULL);
+	is_int(r.rc, 0, "a caller that cannot wait");
+	is_int(r.status, 204, "gets 204");
+	fix_close(&f);
+}
+
+static void
+test_purge_and_dlq(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "http-purge");
+	struct queen_http_arg a[2] = { { "queue", "pq" },
+		{ "consumerGroup", "g" } };
+	struct queen_batch *b = NULL;
+	struct res r;
+	char body[512];
+
+	r = call(q, "POST", "/api/v1/configure", NULL, 0,
+	    "{\"queue\":\"pq\",\"options\":{\"retryLimit\":0,"
+	    "\"dlqAfterMaxRetries\":true}}", NULL);
+	is_int(r.status, 200, "configure");
+	ok(*str(r.js, "partitionId"), "the Default partition exists");
+	json_decref(r.js);
+	ok(push1(q, "pq", NULL, "t1", "{\"n\":1}") > 0, "pushed");
+	ok(pop1(q, "pq", NULL, "g", 1, &b) == 0 && b, "popped by g");
+	snprintf(body, sizeof(body), "{\"transactionId\":\"t1\","
+	    "\"partitionId\":\"%s\",\"status\":\"failed\",\"error\":\"bad\","
+	    "\"leaseId\":\"%s\",\"consumerGroup\":\"g\"}",
+	    b ? b->partition_uuid : "", b ? b->lease_id : "");
+	queen_batch_free(b);
+	r = call(q, "POST", "/api/v1/ack", NULL, 0, body, NULL);
+	is_int(r.status, 200, "ack: 200");
+	ok(json_is_true(json_object_get(json_array_get(r.js, 0), "dlq")),
+	    "dead-lettered");
+	json_decref(r.js);
+	r = call(q, "GET", "/api/v1/dlq", a, 2, NULL, NULL);
+	is_int(json_integer_value(json_object_get(r.js, "total")), 1,
+	    "one DLQ entry");
+	is_str(str(json_array_get(json_object_get(r.js, "messages"), 0),
+	    "errorMessage"), "bad", "with the ack's error");
+	json_decref(r.js);
+	r = call(q, "DELETE", "/api/v1/resources/queues/pq", NULL, 0, NULL,
+	    NULL);
+	is_int(r.status, 200, "delete a queue with a DLQ entry and a group");
+	ok(json_is_true(json_object_get(r.js, "existed")), "it existed");
+	json_decref(r.js);
+	r = call(q, "DELETE", "/api/v1/resources/queues/pq", NULL, 0, NULL,
+	    NULL);
+	ok(json_is_false(json_object_get(r.js, "existed")), "then not");
+	json_decref(r.js);
+	bool dup = true;
+	ok(push_ex(q, "pq", NULL, "t1", "x", false, &dup) > 0 && !dup,
+	    "the old transactionId is new again");
+	fix_close(&f);
+}
+
+static void
+test_too_large(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "http-big");
+	struct queen_http_req r = { .method = "POST", .path = "/api/v1/push",
+	    .body = "{}", .len = (size_t)QUEEN_API_MAX_BODY + 1 };
+	struct queen_http_answer a;
+
+	is_int(queen_http(q, &r, &a, NULL), 0, "an oversize body");
+	is_int(a.status, 413, "is 413");
+	free(a.body);
+	fix_close(&f);
+}
+
+int
+main(void)
+{
+	plan_lazy();
+	test_routes();
+	test_wait();
+	test_purge_and_dlq();
+	test_too_large();
+	return done_testing();
+}
