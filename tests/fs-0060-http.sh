@@ -5,7 +5,9 @@
 # lease release, a client gone mid-poll freeing its waiter, keep-alive
 # with pipelining, 16 concurrent clients, round trips between files and
 # HTTP, seed 000's ack honesty and seed 002's rollbacks over HTTP, and
-# malformed HTTP answered 4xx with nothing written.
+# malformed HTTP answered 4xx with nothing written; the USEFUL status
+# routes and the message browser (a message read back byte for byte,
+# its DELETE refused and the message kept).
 . "$(dirname "$0")/lib.sh"
 test_have_prereq PYTHON || skip_all "no python3"
 command -v curl >/dev/null 2>&1 || skip_all "no curl"
@@ -671,6 +673,12 @@ for path in ("/api/v1/messages/%s/nosuch" % pid, "/api/v1/messages/nosuchpid/raw
     for meth in ("GET", "DELETE"):
         st, js, _ = call(meth, path)
         eq(404, st, "%s %s" % (meth, path)); check(js["error"], "error")
+st, js, _ = call("GET", "/api/v1/messages?queue=dq")
+eq([("d1", "dead_letter")], [(m["transactionId"], m["status"]) for m in js["messages"]],
+   "a dead letter")
+st, m, _ = call("GET", "/api/v1/messages/%s/d1" % js["messages"][0]["partitionId"])
+eq(200, st, "the dead letter"); eq("no good", m["errorMessage"], "its reason")
+eq({"bad": 1}, m["data"], "its body")
 EOF
 	test_is 2 "$(stat_of "$MNT/queues/mbq/stats" depth)" depth
 '
