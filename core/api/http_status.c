@@ -125,12 +125,14 @@ do_status(struct hctx *h)
 	free(l.v);
 	if (rc != 0)
 		return refuse_rc(h, rc);
-	answer_json(h, 200, json_pack("{s:{s:o, s:o}, s:[], s:{s:I, s:I}, "
-	    "s:o, s:{s:I}, s:{s:I}}", "timeRange", "from", time_json(f), "to",
-	    time_json(e), "throughput", "queues", "total", (json_int_t)nq,
-	    "partitions", (json_int_t)t.partitions, "messages",
-	    counts_json(&t, &s), "leases", "active", (json_int_t)s.leases,
-	    "deadLetterQueue", "totalMessages", (json_int_t)s.dlq));
+	answer_json(h, 200,
+	    json_pack("{s:{s:o, s:o}, s:[], s:{s:I, s:I}, "
+		      "s:o, s:{s:I}, s:{s:I}}",
+		"timeRange", "from", time_json(f), "to", time_json(e),
+		"throughput", "queues", "total", (json_int_t)nq, "partitions",
+		(json_int_t)t.partitions, "messages", counts_json(&t, &s),
+		"leases", "active", (json_int_t)s.leases, "deadLetterQueue",
+		"totalMessages", (json_int_t)s.dlq));
 	return 0;
 }
 
@@ -145,8 +147,8 @@ queue_row(struct hctx *h, const struct queen_queue_info *qi, int *rc)
 	return json_pack("{s:I, s:s, s:n, s:n, s:o, s:I, s:o, s:{s:I}}", "id",
 	    (json_int_t)qi->id, "name", qi->name, "namespace", "task",
 	    "createdAt", time_json(qi->created_at), "partitions",
-	    (json_int_t)t.partitions, "messages", counts_json(&t, &s),
-	    "leases", "active", (json_int_t)s.leases);
+	    (json_int_t)t.partitions, "messages", counts_json(&t, &s), "leases",
+	    "active", (json_int_t)s.leases);
 }
 
 int
@@ -159,7 +161,8 @@ do_status_queues(struct hctx *h)
 	int rc = queen_queue_list(h->q, qinfo_one, &l);
 
 	for (size_t i = (size_t)offset; rc == 0 && offset < (int64_t)l.n &&
-	    i < l.n && (int64_t)json_array_size(arr) < limit; i++)
+	     i < l.n && (int64_t)json_array_size(arr) < limit;
+	     i++)
 		if ((row = queue_row(h, &l.v[i], &rc)))
 			json_array_append_new(arr, row);
 	if (rc != 0) {
@@ -167,9 +170,10 @@ do_status_queues(struct hctx *h)
 		json_decref(arr);
 		return refuse_rc(h, rc);
 	}
-	answer_json(h, 200, json_pack("{s:o, s:{s:I, s:I, s:I}}", "queues",
-	    arr, "pagination", "limit", (json_int_t)limit, "offset",
-	    (json_int_t)offset, "total", (json_int_t)l.n));
+	answer_json(h, 200,
+	    json_pack("{s:o, s:{s:I, s:I, s:I}}", "queues", arr, "pagination",
+		"limit", (json_int_t)limit, "offset", (json_int_t)offset,
+		"total", (json_int_t)l.n));
 	free(l.v);
 	return 0;
 }
@@ -194,15 +198,19 @@ do_status_queue(struct hctx *h, const char *queue)
 	for (size_t i = 0; i < pl.n; i++) {
 		const struct queen_partition_info *p = &pl.p[i];
 
-		json_array_append_new(parts, json_pack("{s:s, s:s, s:I, s:o}",
-		    "id", p->uuid, "name", part_out(p->name), "messages",
-		    (json_int_t)(p->tail >= p->head ? p->tail - p->head + 1 :
-		    0), "lastPushAt", p->last_push_at ?
-		    time_json(p->last_push_at) : json_null()));
+		json_array_append_new(parts,
+		    json_pack("{s:s, s:s, s:I, s:o}", "id", p->uuid, "name",
+			part_out(p->name), "messages",
+			(json_int_t)(p->tail >= p->head ?
+				p->tail - p->head + 1 :
+				0),
+			"lastPushAt",
+			p->last_push_at ? time_json(p->last_push_at) :
+					  json_null()));
 	}
 	free(pl.p);
-	answer_json(h, 200, json_pack("{s:o, s:o}", "queue", row, "partitions",
-	    parts));
+	answer_json(h, 200,
+	    json_pack("{s:o, s:o}", "queue", row, "partitions", parts));
 	return 0;
 }
 
@@ -257,7 +265,7 @@ qstate_load(struct hctx *h, const char *queue, struct qstate *s)
 {
 	int rc = queen_cursor_list(h->q, queue, NULL, cur_one, s);
 
-	if (rc == -ENOENT)      /* queue mode never popped: no cursor */
+	if (rc == -ENOENT) /* queue mode never popped: no cursor */
 		rc = 0;
 	if (rc == 0)
 		rc = queen_lease_list(h->q, queue, NULL, lease_one, s);
@@ -268,8 +276,8 @@ static int
 dlq_hit(void *arg, const struct queen_dlq_entry *e)
 {
 	const struct queen_dlq_entry **out = arg;
-	struct queen_dlq_entry *c = malloc(sizeof(*c) + (e->error ?
-	    strlen(e->error) + 1 : 0));
+	struct queen_dlq_entry *c = malloc(
+	    sizeof(*c) + (e->error ? strlen(e->error) + 1 : 0));
 
 	if (!c)
 		return -ENOMEM;
@@ -302,8 +310,10 @@ msg_status(struct hctx *h, const struct qstate *s, const char *queue,
 	for (size_t i = 0; i < s->nc && !c; i++)
 		if (!strcmp(s->c[i].partition, partition))
 			c = &s->c[i];
-	if (txid && queen_dlq_get(h->q, queue, NULL, partition, txid, false,
-	    dlq_hit, &d) == 0 && d && d->offset == off) {
+	if (txid &&
+	    queen_dlq_get(h->q, queue, NULL, partition, txid, false, dlq_hit,
+		&d) == 0 &&
+	    d && d->offset == off) {
 		*retries = d->retry_count;
 		if (dead)
 			*dead = d;
@@ -355,7 +365,7 @@ list_part(struct hctx *h, const struct qstate *s, const char *queue,
 
 	while ((int64_t)json_array_size(arr) < limit) {
 		if ((rc = queen_msg_read(h->q, queue, p->name, from, MSG_CHUNK,
-		    false, &b)) != 0)
+			 false, &b)) != 0)
 			return rc;
 		if (!b)
 			return 0;
@@ -398,7 +408,7 @@ do_messages(struct hctx *h)
 		return refuse(h, 400, "the message listing needs a 'queue'");
 	if (!queen_name_valid(queue) ||
 	    queen_queue_get(h->q, queue, &(struct queen_queue_info){ 0 }) ==
-	    -ENOENT)
+		-ENOENT)
 		return refuse(h, 404, "no queue '%.64s'", queue);
 	if (part && *part)
 		part = part_in(part);
@@ -419,8 +429,8 @@ do_messages(struct hctx *h)
 		json_decref(arr);
 		return refuse_rc(h, rc);
 	}
-	answer_json(h, 200, json_pack("{s:o, s:s}", "messages", arr, "mode",
-	    "queue"));
+	answer_json(h, 200,
+	    json_pack("{s:o, s:s}", "messages", arr, "mode", "queue"));
 	return 0;
 }
 
@@ -465,10 +475,13 @@ do_message(struct hctx *h, const char *uuid, const char *txid)
 	if (rc == 0)
 		rc = queen_msg_find(h->q, queue, part, txid, &off);
 	if (rc == -ENOENT)
-		return refuse(h, 404, "no message '%.64s' in partition "
-		    "'%.64s'", txid, uuid);
+		return refuse(h, 404,
+		    "no message '%.64s' in partition "
+		    "'%.64s'",
+		    txid, uuid);
 	if (rc == 0 && strcmp(h->r->method, "GET"))
-		return refuse(h, 409, "queenfs cannot delete one message: a "
+		return refuse(h, 409,
+		    "queenfs cannot delete one message: a "
 		    "partition is an append-only log; ack it, let retention "
 		    "drop it, or delete the queue");
 	if (rc == 0)
@@ -476,17 +489,19 @@ do_message(struct hctx *h, const char *uuid, const char *txid)
 	if (rc == 0)
 		rc = queen_msg_read(h->q, queue, part, off, 1, true, &b);
 	if (rc == 0 && (!b || b->msgs[0].offset != off))
-		rc = -ENOENT;   /* purged between the two calls */
-	if (rc == 0 && !(o = msg_json(h, &s, queue, b, &b->msgs[0], &dead,
-	    &retries)))
+		rc = -ENOENT; /* purged between the two calls */
+	if (rc == 0 &&
+	    !(o = msg_json(h, &s, queue, b, &b->msgs[0], &dead, &retries)))
 		rc = -ENOMEM;
 	if (rc == 0) {
 		json_t *d = payload_data(b->msgs[0].payload, b->msgs[0].len);
 
 		json_object_set(o, "data", d);
 		json_object_set_new(o, "payload", d);
-		json_object_set_new(o, "errorMessage", dead && dead->error &&
-		    *dead->error ? json_string(dead->error) : json_null());
+		json_object_set_new(o, "errorMessage",
+		    dead && dead->error && *dead->error ?
+			json_string(dead->error) :
+			json_null());
 		json_object_set_new(o, "retryCount", json_integer(retries));
 	}
 	queen_batch_free(b);
