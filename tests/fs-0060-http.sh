@@ -5,7 +5,9 @@
 # lease release, a client gone mid-poll freeing its waiter, keep-alive
 # with pipelining, 16 concurrent clients, round trips between files and
 # HTTP, seed 000's ack honesty and seed 002's rollbacks over HTTP, and
-# malformed HTTP answered 4xx with nothing written.
+# malformed HTTP answered 4xx with nothing written; the USEFUL status
+# routes and the message browser (a message read back byte for byte,
+# its DELETE refused and the message kept).
 . "$(dirname "$0")/lib.sh"
 test_have_prereq PYTHON || skip_all "no python3"
 command -v curl >/dev/null 2>&1 || skip_all "no curl"
@@ -536,6 +538,149 @@ eq(404, st, "unknown queue: 404"); check(js["error"], "error")
 st, js, _ = call("GET", "/api/v1/resources/overview")
 eq(200, st, "overview"); check(js["queues"] >= 1 and js["partitions"] >= 3, "counts %r" % js)
 EOF
+'
+
+test_expect_success 'status: counts in queue mode, one queue by ?queue=, throughput empty' '
+	python3 <<\EOF
+from http_base import *
+push([{"queue": "stq", "partition": "s%d" % (i % 2), "payload": {"n": i},
+       "transactionId": "st%d" % i} for i in range(3)])
+st, js, _ = call("GET", "/api/v1/status")
+eq(200, st, "status")
+for k in ("timeRange", "throughput", "queues", "messages", "leases", "deadLetterQueue"):
+    check(k in js, "field " + k)
+check(js["timeRange"]["from"] < js["timeRange"]["to"], "time range %r" % js["timeRange"])
+check(js["queues"]["total"] >= 1, "queues %r" % js["queues"])
+check(js["messages"]["total"] >= 3, "messages %r" % js["messages"])
+st, js, _ = call("GET", "/api/v1/status?queue=stq")
+eq({"total": 3, "pending": 3, "processing": 0, "completed": 0, "deadLetter": 0},
+   js["messages"], "before a pop")
+eq(1, js["queues"]["total"], "one queue"); eq(2, js["queues"]["partitions"], "partitions")
+st, p = pop("stq", "s0")
+eq(200, st, "pop")
+st, js, _ = call("GET", "/api/v1/status?queue=stq")
+eq({"total": 3, "pending": 2, "processing": 1, "completed": 0, "deadLetter": 0},
+   js["messages"], "one leased")
+eq(1, js["leases"]["active"], "one lease")
+m = p["messages"][0]
+st, res, _ = call("POST", "/api/v1/ack", {"transactionId": m["transactionId"],
+    "partitionId": m["partitionId"], "status": "completed", "leaseId": m["leaseId"]})
+eq(True, res[0]["success"], "acked")
+st, js, _ = call("GET", "/api/v1/status?queue=stq")
+eq({"total": 3, "pending": 2, "processing": 0, "completed": 1, "deadLetter": 0},
+   js["messages"], "one completed")
+st, js, _ = call("GET", "/api/v1/status?from=yesterday")
+eq(400, st, "a bad from"); check(js["error"], "error")
+EOF
+'
+
+test_expect_success 'status/queues: pagination over every queue; one queue; 404 for an unknown one' '
+	python3 <<\EOF
+from http_base import *
+st, js, _ = call("GET", "/api/v1/status/queues?limit=100000")
+eq(200, st, "listing")
+total = js["pagination"]["total"]
+names = [q["name"] for q in js["queues"]]
+eq(total, len(names), "all of them"); check("stq" in names, "stq listed")
+row = [q for q in js["queues"] if q["name"] == "stq"][0]
+eq(2, row["partitions"], "partitions")
+eq(3, row["messages"]["total"], "messages"); eq(1, row["messages"]["completed"], "completed")
+paged = []
+for off in range(0, total + 1, 2):
+    st, js, _ = call("GET", "/api/v1/status/queues?limit=2&offset=%d" % off)
+    eq(200, st, "page %d" % off)
+    eq({"limit": 2, "offset": off, "total": total}, js["pagination"], "pagination")
+    check(len(js["queues"]) <= 2, "at most 2")
+    paged += [q["name"] for q in js["queues"]]
+eq(names, paged, "the pages make up the listing")
+st, js, _ = call("GET", "/api/v1/status/queues?offset=%d" % (total + 5))
+eq([], js["queues"], "past the end")
+st, js, _ = call("GET", "/api/v1/status/queues/stq")
+eq(200, st, "one queue")
+eq("stq", js["queue"]["name"], "name"); eq(3, js["queue"]["messages"]["total"], "total")
+eq(["s0", "s1"], sorted(p["name"] for p in js["partitions"]), "partitions")
+eq([1, 2], sorted(p["messages"] for p in js["partitions"]), "per partition")
+for q in ("nosuchq", "..", "bad%2Fname"):
+    st, js, _ = call("GET", "/api/v1/status/queues/" + q)
+    eq(404, st, "unknown queue %s" % q); check(js["error"], "error")
+EOF
+'
+
+test_expect_success 'messages: one queue listed with status, partition filter, limit and offset' '
+	python3 <<\EOF
+from http_base import *
+st, js, _ = call("GET", "/api/v1/messages?queue=stq")
+eq(200, st, "listing"); eq("queue", js["mode"], "mode")
+ms = js["messages"]
+eq(3, len(ms), "three")
+for m in ms:
+    for k in ("id", "transactionId", "partitionId", "queue", "partition", "status",
+              "traceId", "createdAt"):
+        check(k in m, "field " + k)
+    eq("stq", m["queue"], "queue")
+    check(m["createdAt"].endswith("Z"), "ISO createdAt")
+by = dict((m["transactionId"], m) for m in ms)
+eq("completed", by["st0"]["status"], "st0 acked")
+eq("pending", by["st1"]["status"], "st1 pending")
+eq("pending", by["st2"]["status"], "st2 pending")
+eq(by["st0"]["partitionId"], by["st2"]["partitionId"], "same partition")
+check(by["st0"]["partitionId"] != by["st1"]["partitionId"], "partitions differ")
+st, p = pop("stq", "s1")
+st, js, _ = call("GET", "/api/v1/messages?queue=stq&partition=s1")
+eq(["st1"], [m["transactionId"] for m in js["messages"]], "partition filter")
+eq("processing", js["messages"][0]["status"], "leased")
+ids = [m["id"] for m in ms]
+st, js, _ = call("GET", "/api/v1/messages?queue=stq&limit=1&offset=1")
+eq(ids[1:2], [m["id"] for m in js["messages"]], "limit 1 offset 1")
+st, js, _ = call("GET", "/api/v1/messages?queue=stq&limit=5&offset=2")
+eq(ids[2:], [m["id"] for m in js["messages"]], "the rest")
+st, js, _ = call("GET", "/api/v1/messages?queue=stq&offset=3")
+eq([], js["messages"], "past the end")
+st, js, _ = call("GET", "/api/v1/messages")
+eq(400, st, "no queue"); check(js["error"], "error")
+st, js, _ = call("GET", "/api/v1/messages?queue=nosuchq")
+eq(404, st, "unknown queue"); check(js["error"], "error")
+EOF
+'
+
+test_expect_success 'messages/{partitionId}/{transactionId}: read back byte for byte; DELETE refused, message kept' '
+	mkdir "$MNT/queues/mbq" &&
+	printf "raw \"bytes\"\\ttab \\303\\251 end\\n" >"$MNT/queues/mbq/rawfile" &&
+	python3 <<\EOF &&
+from http_base import *
+want = open(MNT + "/queues/mbq/rawfile", "rb").read()
+check(b"\t" in want and "\u00e9".encode() in want, "the file holds %r" % want)
+push([{"queue": "mbq", "payload": {"k": [1, "two", None]}, "transactionId": "mj",
+       "traceId": "0b7d2a5e-0000-4000-8000-000000000001"}])
+st, js, _ = call("GET", "/api/v1/messages?queue=mbq")
+by = dict((m["transactionId"], m) for m in js["messages"])
+pid = by["rawfile"]["partitionId"]
+st, m, _ = call("GET", "/api/v1/messages/%s/rawfile" % pid)
+eq(200, st, "one message")
+eq(want, m["data"].encode("utf-8"), "byte for byte")
+eq(m["data"], m["payload"], "payload too")
+eq(None, m["errorMessage"], "errorMessage"); eq(0, m["retryCount"], "retryCount")
+eq("pending", m["status"], "status"); eq("Default", m["partition"], "partition")
+eq(by["rawfile"]["id"], m["id"], "the listing id")
+st, m, _ = call("GET", "/api/v1/messages/%s/mj" % pid)
+eq({"k": [1, "two", None]}, m["data"], "a JSON payload as JSON")
+eq("0b7d2a5e-0000-4000-8000-000000000001", m["traceId"], "traceId")
+st, js, _ = call("DELETE", "/api/v1/messages/%s/rawfile" % pid)
+eq(409, st, "DELETE refused"); check("cannot" in js["error"], "says why: %r" % js)
+st, m, _ = call("GET", "/api/v1/messages/%s/rawfile" % pid)
+eq(200, st, "still there"); eq(want, m["data"].encode("utf-8"), "unchanged")
+for path in ("/api/v1/messages/%s/nosuch" % pid, "/api/v1/messages/nosuchpid/rawfile"):
+    for meth in ("GET", "DELETE"):
+        st, js, _ = call(meth, path)
+        eq(404, st, "%s %s" % (meth, path)); check(js["error"], "error")
+st, js, _ = call("GET", "/api/v1/messages?queue=dq")
+eq([("d1", "dead_letter")], [(m["transactionId"], m["status"]) for m in js["messages"]],
+   "a dead letter")
+st, m, _ = call("GET", "/api/v1/messages/%s/d1" % js["messages"][0]["partitionId"])
+eq(200, st, "the dead letter"); eq("no good", m["errorMessage"], "its reason")
+eq({"bad": 1}, m["data"], "its body")
+EOF
+	test_is 2 "$(stat_of "$MNT/queues/mbq/stats" depth)" depth
 '
 
 test_expect_success 'metrics: JSON and Prometheus text' '

@@ -2,8 +2,9 @@
  * api_http.c - the JSON front end's /api/v1 routes (Queen's HTTP wire,
  * docs/http.md): one (method, path, query, body) in, one status and JSON
  * answer out.  This file owns the helpers every route uses (http_int.h),
- * the router and queen_http; the routes are in http_msg.c (messages) and
- * http_admin.c (the rest).  The transport (fs/http.c) owns sockets,
+ * the router and queen_http; the routes are in http_msg.c (messages),
+ * http_status.c (status and the message browser) and http_admin.c (the
+ * rest).  The transport (fs/http.c) owns sockets,
  * waiting and limits.
  */
 #include <errno.h>
@@ -228,6 +229,17 @@ route(struct hctx *h)
 		return do_overview(h);
 	if (is(h, "GET", 1, "dlq"))
 		return do_dlq(h);
+	if (is(h, "GET", 1, "status"))
+		return do_status(h);
+	if (is(h, "GET", 2, "status", "queues"))
+		return do_status_queues(h);
+	if (is(h, "GET", 3, "status", "queues", "*"))
+		return do_status_queue(h, h->seg[2]);
+	if (is(h, "GET", 1, "messages"))
+		return do_messages(h);
+	if (is(h, "GET", 3, "messages", "*", "*") ||
+	    is(h, "DELETE", 3, "messages", "*", "*"))
+		return do_message(h, h->seg[1], h->seg[2]);
 	if (is(h, "GET", 2, "system", "maintenance"))
 		return do_maintenance(h, NULL, false);
 	if (is(h, "GET", 3, "system", "maintenance", "pop"))

@@ -1,6 +1,6 @@
 /*
  * http_int.h - private to the HTTP routes' files (api_http.c, http_msg.c,
- * http_admin.c): the state of one request, the helpers api_http.c keeps
+ * http_admin.c, http_status.c): the state of one request, the helpers api_http.c keeps
  * for all routes, and the routes its router calls.
  */
 #ifndef HTTP_INT_H
@@ -66,5 +66,12 @@ int do_queue_detail(struct hctx *h, const char *queue);
 int do_overview(struct hctx *h);
 int do_prometheus(struct hctx *h);
 int do_groups(struct hctx *h, const char *only, bool lagging);
+
+/* http_status.c */
+int do_status(struct hctx *h);
+int do_status_queues(struct hctx *h);
+int do_status_queue(struct hctx *h, const char *queue);
+int do_messages(struct hctx *h);
+int do_message(struct hctx *h, const char *partition_id, const char *txid);
 
 #endif
