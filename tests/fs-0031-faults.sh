@@ -382,20 +382,27 @@ test_expect_success FULL 'nothing confirmed is lost, no partial message' '
 	{ "$PYTHON3" "$TRASH/checkall.py" "$Q/partitions/default" >checked ||
 	  test "$(grep -c "^lost" checked)" -le "$S"; } &&
 	test_is ok "$(cat "$MNT/sys/health")" "health: a full disk stops nothing for good" &&
-	echo close:ENOSPC >expect &&
+	{ dd if=/dev/zero of="$SMALL/ballast2" bs=4k 2>/dev/null || :; } &&
 	sysc create "$Q/still-full" "$(printf "%8192s" x)" >actual &&
-	test_cmp expect actual
+	cat actual &&
+	case "$(cat actual)" in
+	close:ENOSPC) STILL=0 ;;
+	# the tick may have freed a page (a staged file published) since the
+	# dd filled the disk: then the push was confirmed and must be kept
+	ok) STILL=1 ;;
+	*) false ;;
+	esac
 '
 
 test_expect_success FULL 'space returns: pushes work again with no restart' '
 	pid_before=$DAEMON_PID &&
-	rm "$SMALL/ballast" &&
+	rm "$SMALL/ballast" "$SMALL/ballast2" &&
 	"$PYTHON3" "$TRASH/pushes.py" "$Q" g 8192 8 >again.out &&
 	cat again.out &&
 	grep -q "^no failure in 8 pushes$" again.out &&
 	test_is "$pid_before" "$DAEMON_PID" "same daemon" &&
 	kill -0 "$DAEMON_PID" &&
-	wait_until 10 "test \"\$(stat_of \"$Q/stats\" messages)\" = $((N + 8))" &&
+	wait_until 30 "test \"\$(stat_of \"$Q/stats\" messages)\" = $((N + 8 + STILL))" &&
 	test_is 0 "$(staged "$DB")" "staged, once the tick published them"
 '
 
@@ -407,7 +414,11 @@ test_expect_success FULL 'after a restart everything confirmed is there, integri
 	cat checked &&
 	diag "ENOSPC: $(sed -n "s/checked //p" checked) confirmed pushes checked" >&5 &&
 	test_path_is_missing "$Q/partitions/default/$FAILED" &&
-	test_path_is_missing "$Q/partitions/default/still-full"
+	if test "$STILL" = 1; then
+		test -f "$Q/partitions/default/still-full"
+	else
+		test_path_is_missing "$Q/partitions/default/still-full"
+	fi
 '
 
 test_expect_success FULL 'teardown: the tmpfs goes' '
