@@ -24,6 +24,7 @@ static char spool[4096];
 static bool durable;
 static _Atomic uint64_t seq;
 static _Atomic bool retry_due, replay_all = true;
+static int last_rc;             /* the last retry's, logged once (replay) */
 /* one staging of an attempt at a time (closes of its dups race) */
 static pthread_mutex_t stripes[64];
 
@@ -277,8 +278,12 @@ stage_replay(struct queen *q)
 		if (!ends(e->d_name, ".r") && (!all ||
 		    strncmp(e->d_name, mine, strlen(mine)) == 0))
 			continue;
-		if (!(b = slurp(path, &len)))
+		if (!(b = slurp(path, &len))) {
+			fs_log("staged %s: cannot read it (%s); retried at the "
+			    "next tick", path, strerror(errno));
+			retry_due = true;
 			continue;
+		}
 		if (!(pay = parse(b, len, f))) {
 			fs_log("staged %s: not a staged file; left alone",
 			    path);
@@ -307,6 +312,11 @@ stage_replay(struct queen *q)
 			    "dropped: it cannot be published");
 			unlink(path);
 		} else {
+			if (all || !ends(e->d_name, ".r") || rc != last_rc)
+				fs_log("staged %s/%s: not published yet (%s); "
+				    "retried at the next tick", p.queue, p.name,
+				    errname(rc));
+			last_rc = rc;
 			retry_due = true;
 			if (all && !ends(e->d_name, ".r")) {
 				char r[4410];
