@@ -24,7 +24,7 @@ static char spool[4096];
 static bool durable;
 static _Atomic uint64_t seq;
 static _Atomic bool retry_due, replay_all = true;
-static int last_rc;             /* the last retry's, logged once (replay) */
+static int last_rc; /* the last retry's, logged once (replay) */
 /* one staging of an attempt at a time (closes of its dups race) */
 static pthread_mutex_t stripes[64];
 
@@ -280,7 +280,8 @@ stage_replay(struct queen *q)
 			continue;
 		if (!(b = slurp(path, &len))) {
 			fs_log("staged %s: cannot read it (%s); retried at the "
-			    "next tick", path, strerror(errno));
+			       "next tick",
+			    path, strerror(errno));
 			retry_due = true;
 			continue;
 		}
@@ -314,8 +315,8 @@ stage_replay(struct queen *q)
 		} else {
 			if (all || !ends(e->d_name, ".r") || rc != last_rc)
 				fs_log("staged %s/%s: not published yet (%s); "
-				    "retried at the next tick", p.queue, p.name,
-				    errname(rc));
+				       "retried at the next tick",
+				    p.queue, p.name, errname(rc));
 			last_rc = rc;
 			retry_due = true;
 			if (all && !ends(e->d_name, ".r")) {
