@@ -10,48 +10,9 @@
 # api/ files are the mount owner's only.
 . "$(dirname "$0")/lib.sh"
 
-test "$(id -u)" = 0 ||
-	skip_all "needs root: it acts as other uids with setpriv"
-command -v setpriv >/dev/null 2>&1 ||
-	skip_all "no setpriv (util-linux): cannot act as a second user"
-
 U1=4242
 U2=4243
-# as_user UID CMD...: CMD as UID (and gid UID), no supplementary groups
-as_user () {
-	au_uid_=$1
-	shift
-	setpriv --reuid "$au_uid_" --regid "$au_uid_" --clear-groups -- "$@"
-}
-
-mount_queenfs -o allow_other,default_permissions
-# the mount lies under the 0700 temp dir; the other uids must reach it
-chmod 0711 "$TRASH"
-
-# A Python the other uids may run (a pyenv under /root is not one).
-UPY=
-for p in "$PYTHON3" /usr/bin/python3 /usr/local/bin/python3; do
-	if as_user $U1 "$p" -c "" >/dev/null 2>&1; then
-		UPY=$p
-		break
-	fi
-done
-test -n "$UPY" || {
-	stop_daemon_ >/dev/null
-	skip_all "no python3 that uid $U1 can run"
-}
-
-# usysc UID OP ARGS...: lib.sh's sysc, run as UID (prints ok or STEP:ERRNO)
-usysc () {
-	(
-		us_uid_=$1
-		shift
-		python3 () {
-			as_user "$us_uid_" "$UPY" "$@"
-		}
-		sysc "$@"
-	)
-}
+mount_as_users $U1 -o allow_other,default_permissions
 
 # owner PATH: "uid:gid mode" as the kernel reports it
 owner () {

@@ -11,44 +11,9 @@
 # default_permissions added (and says so in the log).
 . "$(dirname "$0")/lib.sh"
 
-test "$(id -u)" = 0 ||
-	skip_all "needs root: it acts as other uids with setpriv"
-command -v setpriv >/dev/null 2>&1 ||
-	skip_all "no setpriv (util-linux): cannot act as a second user"
-
 U1=4252
 U2=4253
-as_user () {
-	au_uid_=$1
-	shift
-	setpriv --reuid "$au_uid_" --regid "$au_uid_" --clear-groups -- "$@"
-}
-
-mount_queenfs -o allow_other,default_permissions
-chmod 0711 "$TRASH"
-
-UPY=
-for p in "$PYTHON3" /usr/bin/python3 /usr/local/bin/python3; do
-	if as_user $U1 "$p" -c "" >/dev/null 2>&1; then
-		UPY=$p
-		break
-	fi
-done
-test -n "$UPY" || {
-	stop_daemon_ >/dev/null
-	skip_all "no python3 that uid $U1 can run"
-}
-
-usysc () {
-	(
-		us_uid_=$1
-		shift
-		python3 () {
-			as_user "$us_uid_" "$UPY" "$@"
-		}
-		sysc "$@"
-	)
-}
+mount_as_users $U1 -o allow_other,default_permissions
 
 # upop UID DIR: pop DIR/next as UID; sets LINE to the leased path
 upop () {

@@ -167,6 +167,53 @@ test_expect_success () {
 	return 0
 }
 
+# Second users (fs-0033, fs-0052): mount_as_users UID [MOUNT OPTS...]
+# skips without root or setpriv, mounts with the options given (the tests
+# pass -o allow_other,default_permissions), lets other uids reach the
+# mount, and finds a python3 that UID may run (UPY).  as_user UID CMD runs
+# CMD as UID (and gid UID), no supplementary groups; usysc UID OP ARGS is
+# sysc run as UID.
+as_user () {
+	au_uid_=$1
+	shift
+	setpriv --reuid "$au_uid_" --regid "$au_uid_" --clear-groups -- "$@"
+}
+
+mount_as_users () {
+	mu_uid_=$1
+	shift
+	test "$(id -u)" = 0 ||
+		skip_all "needs root: it acts as other uids with setpriv"
+	command -v setpriv >/dev/null 2>&1 ||
+		skip_all "no setpriv (util-linux): cannot act as a second user"
+	mount_queenfs "$@"
+	# the mount lies under the 0700 temp dir; the other uids must reach it
+	chmod 0711 "$TRASH"
+	# a Python the other uids may run (a pyenv under /root is not one)
+	UPY=
+	for p in "$PYTHON3" /usr/bin/python3 /usr/local/bin/python3; do
+		if as_user "$mu_uid_" "$p" -c "" >/dev/null 2>&1; then
+			UPY=$p
+			break
+		fi
+	done
+	test -n "$UPY" || {
+		stop_daemon_ >/dev/null
+		skip_all "no python3 that uid $mu_uid_ can run"
+	}
+}
+
+usysc () {
+	(
+		us_uid_=$1
+		shift
+		python3 () {
+			as_user "$us_uid_" "$UPY" "$@"
+		}
+		sysc "$@"
+	)
+}
+
 # A known breakage, as git's test_expect_failure: TAP's TODO, so that a
 # bug is written down (and its case run) without failing the suite; when
 # it passes, prove reports the TODO as passed.
