@@ -292,7 +292,9 @@ struct store_ops {
 	 * durable level are durable by themselves) */
 	int (*sync)(struct store *st);
 	/* copy the log into the database, now or soon (NULL: nothing to
-	 * do); checkpoints: how many ran beside the writer and in it */
+	 * do); 1: it copied all of it and cut the file, to give a full disk
+	 * the log's space back.  checkpoints: how many ran beside the
+	 * writer and in it */
 	int (*checkpoint)(struct store *st);
 	/* optional: the hashes in memory (SQLite); out is zeroed */
 	void (*hashes)(struct store *st, struct queen_hash_stats *out);

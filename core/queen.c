@@ -322,9 +322,9 @@ queen_checkpoint(struct queen *q)
 		return queen_err(q, -EBUSY, "a batch is open");
 	if (failed_now(q) || !q->ops->checkpoint)
 		return 0;
-	if ((rc = q->ops->checkpoint(q->st)) != 0)
+	if ((rc = q->ops->checkpoint(q->st)) < 0)
 		return storage_error(q, rc);
-	return 0;
+	return rc;
 }
 
 void

@@ -666,6 +666,10 @@ ssize_t queen_maintain(struct queen *q, bool *more);
  * the mount's one-second tick, and returns at once.  0; -EBUSY inside a
  * batch; -EIO once a checkpoint has failed on the disk (queen_failed then
  * says so).  A no-op where there is no such log (PostgreSQL).
+ * After a write met a full disk (ENOSPC), the call copies the whole log
+ * itself and cuts the file to nothing, since the log never shrinks and
+ * its space may be all the disk has: 1 when it did, 0 while the disk is
+ * still too full for the copy (the next call tries again).
  */
 int queen_checkpoint(struct queen *q);
 

@@ -463,9 +463,12 @@ maintain(void)
 		hold_for_sync(queen_sync_ticket(q), NULL);
 	/* the store's checkpointer copies the log beside the writer every
 	 * 1000 pages; a quiet mount's last pages go once a second */
-	if (queen_checkpoint(q) < 0)    /* the reason writes stopped */
+	if ((r = queen_checkpoint(q)) < 0) /* why writes stopped */
 		fs_log("%s", queen_failed(q, why, sizeof(why)) ? why :
 		    queen_errmsg(q));
+	else if (r > 0)
+		fs_log("the disk was full: the store's write-ahead log was "
+		       "copied and cut to nothing, to give its space back");
 	if (rows > 0)
 		notify_queue(NULL);
 }

@@ -314,9 +314,10 @@ stage_replay(struct queen *q)
 			unlink(path);
 		} else {
 			if (all || !ends(e->d_name, ".r") || rc != last_rc)
-				fs_log("staged %s/%s: not published yet (%s); "
-				       "retried at the next tick",
-				    p.queue, p.name, errname(rc));
+				fs_log("staged %s/%s: not published yet: %s "
+				       "(%s); retried at the next tick",
+				    p.queue, p.name, queen_errmsg(q),
+				    errname(rc));
 			last_rc = rc;
 			retry_due = true;
 			if (all && !ends(e->d_name, ".r")) {

@@ -52,6 +52,7 @@ struct ckpt {
 	_Atomic int failed;     /* SQLite code of a failed checkpoint */
 	char why[200];          /* its message, written once before failed */
 	_Atomic uint64_t rounds, hard;  /* that copied pages */
+	_Atomic uint64_t truncs;        /* ckpt_truncate's that did */
 };
 
 /* Keep the first failure that means the disk or the file is bad. */
@@ -128,6 +129,32 @@ on_commit(void *arg, sqlite3 *db, const char *name, int pages)
 		ckpt_kick(c);
 	}
 	return SQLITE_OK;
+}
+
+/*
+ * A log that reached its size keeps it: SQLite writes it again from its
+ * beginning, but never makes it smaller.  When a write met a full disk,
+ * that space may be all the disk has left, and the database itself
+ * cannot grow into what the user freed if the log takes it first; so
+ * the tick asks for the log's space back (s_checkpoint).  A truncating
+ * checkpoint copies every frame, then cuts the file to nothing.  It
+ * needs the database to grow by what is new in the log, so on a disk
+ * still full it fails with SQLITE_FULL and the next tick tries again.
+ */
+int
+ckpt_truncate(struct ckpt *c, sqlite3 *db)
+{
+	int rc;
+
+	take(c);
+	rc = sqlite3_wal_checkpoint_v2(db, "main", SQLITE_CHECKPOINT_TRUNCATE,
+	    NULL, NULL);
+	give(c);
+	if (rc == SQLITE_OK)
+		atomic_fetch_add(&c->truncs, 1);
+	else
+		note(c, db, rc);
+	return rc;
 }
 
 static void *

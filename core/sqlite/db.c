@@ -310,6 +310,8 @@ fail(struct store *s, int rc)
 	if (s->last_rc == SQLITE_OK)
 		s->last_rc = rc;
 	snprintf(s->err, sizeof(s->err), "%s", sqlite3_errmsg(s->db));
+	if ((s->last_rc & 0xff) == SQLITE_FULL)
+		s->full = true;
 	return db_errno(s->last_rc);
 }
 
@@ -501,9 +503,10 @@ static void s_rollback(struct store *s);
 static int
 s_begin(struct store *s)
 {
-	int rc = ckpt_check(s);
+	int rc;
 
-	if (rc == 0)
+	s_reclaim(s);
+	if ((rc = ckpt_check(s)) == 0)
 		rc = exec_simple(s, ST_BEGIN);
 	if (rc == 0 && (rc = fold(s)) != 0)
 		s_rollback(s);
@@ -640,7 +643,7 @@ configure(struct store *s, const struct queen_options *opt)
 	char *msg = NULL;
 	int rc;
 
-	sqlite3_busy_timeout(s->db, 5000);
+	sqlite3_busy_timeout(s->db, BUSY_MS);
 	sqlite3_extended_result_codes(s->db, 1);
 	/* A read-only connection keeps the file locked and the wal-index in
 	 * its heap: it may not be able to create a -shm file, and has no

@@ -27,6 +27,9 @@ int ckpt_start(sqlite3 *db, const char *path, const char *vfs,
 void ckpt_stop(struct ckpt *c, sqlite3 *db);
 /* ask for a round now; returns at once */
 void ckpt_kick(struct ckpt *c);
+/* the writer's, outside a transaction: copy the whole log and cut it to
+ * nothing, giving its space back (SQLite's code) */
+int ckpt_truncate(struct ckpt *c, sqlite3 *db);
 /* the SQLite code of a checkpoint that failed for good (0: none), and why */
 int ckpt_failed(struct ckpt *c, char *why, size_t len);
 /* rounds run by the thread; checkpoints the writer ran itself */

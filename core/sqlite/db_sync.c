@@ -87,7 +87,32 @@ s_sync(struct store *s)
 	return 0;
 }
 
-/* The tick's: the checkpointer's thread takes it (ckpt.c). */
+/*
+ * After a write met a full disk (fail() sets s->full), copy the whole log
+ * and cut it to nothing before anything else is written (s_begin) and at
+ * every tick, until that works: the log never shrinks by itself, and a
+ * write that grew it into the space the user freed would leave the
+ * database none to take the log's pages.  No busy wait: the only other
+ * connection is the checkpointer's, and take() keeps it out.
+ */
+void
+s_reclaim(struct store *s)
+{
+	int rc;
+
+	if (!s->full || !s->ck)
+		return;
+	sqlite3_busy_timeout(s->db, 0);
+	rc = ckpt_truncate(s->ck, s->db);
+	sqlite3_busy_timeout(s->db, BUSY_MS);
+	if (rc == SQLITE_OK) {
+		s->full = false;
+		s->cuts++;
+	}
+}
+
+/* The tick's: the checkpointer's thread takes it (ckpt.c).  1: the log
+ * was cut since the last tick, to give a full disk its space back. */
 int
 s_checkpoint(struct store *s)
 {
@@ -97,6 +122,13 @@ s_checkpoint(struct store *s)
 		return 0;
 	if ((rc = ckpt_check(s)) != 0)
 		return rc;
+	s_reclaim(s);
+	if ((rc = ckpt_check(s)) != 0)
+		return rc;
+	if (s->cuts != s->cuts_told) {
+		s->cuts_told = s->cuts;
+		return 1;
+	}
 	ckpt_kick(s->ck);
 	return 0;
 }

@@ -52,6 +52,8 @@ struct store {
 	unsigned syncs;
 	bool fault;             /* opened through the fault hook's VFS */
 	struct ckpt *ck;        /* the checkpointer (read-write stores) */
+	bool full;              /* a write met a full disk: s_reclaim */
+	uint64_t cuts, cuts_told; /* s_reclaim's cuts; the tick's */
 	struct rcache *rc;      /* copies of queue, group, partition rows */
 	/*
 	 * Young hashes (pushed, not yet in hashes): new ones go to act and
@@ -100,6 +102,7 @@ struct store {
 	if (!(st)) \
 		return db_errno((s)->last_rc); \
 } while (0)
+#define BUSY_MS 5000            /* the store's connection's busy timeout */
 #define CACHE_KIB 4096          /* the page cache, less the filter's size */
 #define CACHE_KIB_S "4096"
 #define FILTER_MAX 1677721      /* h a filter is sized for at most: 2 MiB */
@@ -207,6 +210,7 @@ int s_timer_due(struct store *s, int64_t now, int64_t *qid,
 int s_set_durable(struct store *s, bool durable);
 int s_sync(struct store *s);
 int s_checkpoint(struct store *s);
+void s_reclaim(struct store *s);
 void s_hashes(struct store *s, struct queen_hash_stats *out);
 void s_checkpoints(struct store *s, uint64_t *beside, uint64_t *in_writer);
 
