@@ -109,9 +109,11 @@ struct pending {
 	int64_t due_at;     /* timers: when to fire (0: the queue's delay) */
 	int64_t ttl_ms;     /* kv: from user.queen.ttl before the put */
 	fuse_ino_t dir;     /* the directory it was made in */
-	char *stage;        /* its spool file (stage.c), or NULL */
-	bool staged;        /* the spool file holds the bytes as they are */
+	struct stage_ref *stage; /* its latest staged record (stage.c) */
+	bool staged;             /* that record holds the bytes as they are */
 	bool dead;          /* unlinked, or a close() refused it: never pushed */
+	struct pending *snext; /* on the list of replaced attempts */
+	bool shadowed;         /* replaced in the table by a newer open */
 	int refused;        /* the refusal close() reported (negative errno) */
 };
 
@@ -327,6 +329,8 @@ int pend_write(struct pending *p, const char *buf, size_t size, off_t off,
 int pend_truncate(struct pending *p, off_t size, int64_t now);
 void pend_rename(struct pending *p, const char *name);
 void pend_drop(struct pending *p);
+int pend_kill_replaced(enum pend_what w, const char *queue, const char *part,
+    const char *name);
 int pend_refused(struct pending *p);
 size_t pend_list(enum pend_what w, const char *queue, const char *part,
     int64_t now, struct dent **out);
@@ -342,6 +346,8 @@ int stage_open(const char *dir, bool full);
 int stage_save(struct pending *p);
 void stage_remove(struct pending *p);
 void stage_keep(struct pending *p);
+void stage_forget(struct stage_ref *ref);
+void stage_counts(uint64_t *staged, uint64_t *syncs);
 void stage_replay(struct queen *q);
 
 /* text.c: generated file contents, rendered inside a job */

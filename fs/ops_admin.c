@@ -208,6 +208,7 @@ op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct node *p = node_get(parent);
 	struct admin_job *aj;
 	struct pending *pe;
+	bool gone = false;
 	enum pend_what w = p && p->kind == K_KV_NS ? PW_KV :
 	    p && p->kind == K_TIMERS ? PW_TIMER : PW_PUSH;
 
@@ -215,24 +216,32 @@ op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
-	pe = pend_find(w, p->queue, w == PW_PUSH ? p->part : NULL, name,
-	    fs_now());
-	if (pe && (name[0] == '.' || !pe->pushed)) {
-		/* An unpublished file is forgotten, never pushed, even if
-		 * it is still open: its bytes are thrown away. */
+	/*
+	 * An unpublished file is forgotten, never pushed, even if it is
+	 * still open: its bytes are thrown away.  Each open of the name
+	 * that is not published yet is an attempt of its own: all go.
+	 */
+	while ((pe = pend_find(w, p->queue, w == PW_PUSH ? p->part : NULL, name,
+		    fs_now())) &&
+	    (name[0] == '.' || !pe->pushed)) {
 		pthread_mutex_lock(&fs_lock);
 		pe->dead = true;
 		pthread_mutex_unlock(&fs_lock);
 		stage_remove(pe);
 		pend_drop(pe);
 		pend_put(pe);
+		gone = true;
+	}
+	pend_put(pe);
+	if (pend_kill_replaced(w, p->queue, w == PW_PUSH ? p->part : NULL,
+		name) > 0)
+		gone = true;
+	if (gone) {
 		node_unhash(p, name);
 		if (w == PW_PUSH) {
 			fuse_reply_err(req, 0);
 			return;
 		}
-	} else {
-		pend_put(pe);
 	}
 	if (p->kind == K_DLQ_PART) {
 		int rc = dlq_unlink(req, p, name);

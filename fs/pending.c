@@ -26,6 +26,9 @@
 
 static struct pending *pends;
 static size_t mem_total;  /* the heap buffers of all attempts */
+/* attempts a newer open of their name replaced in the table, while
+ * anything still holds them (an unlink must find them too) */
+static struct pending *replaced;
 
 int64_t
 fs_now(void)
@@ -73,12 +76,24 @@ drop_bytes(struct pending *p)
 }
 
 static void
+shadow_del(struct pending *p)
+{
+	for (struct pending **pp = &replaced; p->shadowed && *pp;
+	     pp = &(*pp)->snext) {
+		if (*pp == p) {
+			*pp = p->snext;
+			break;
+		}
+	}
+	p->shadowed = false;
+}
+
+static void
 pend_free(struct pending *p)
 {
-	/* a spool file left here is an attempt nobody will publish */
-	if (p->stage)
-		unlink(p->stage);
-	free(p->stage);
+	shadow_del(p);
+	/* a record left staged here is an attempt nobody will publish */
+	stage_forget(p->stage);
 	free(p->queue);
 	free(p->part);
 	free(p->name);
@@ -168,6 +183,11 @@ pend_new(enum pend_what w, const char *queue, const char *part,
 	/* A new file of the same name replaces the old one in the table. */
 	while ((old = pend_find(w, queue, part, name, now)) != NULL) {
 		unlink_pend(old);
+		if (!old->shadowed) {
+			old->shadowed = true;
+			old->snext = replaced;
+			replaced = old;
+		}
 		pend_put(old);
 	}
 	p->next = pends;
@@ -436,6 +456,31 @@ pend_refused(struct pending *p)
 	rc = p->refused;
 	pthread_mutex_unlock(&fs_lock);
 	return rc;
+}
+
+/*
+ * unlink(2) of a name: every attempt of it that newer opens replaced and
+ * that is not published yet is thrown away, as the newest one is.  How
+ * many were.
+ */
+int
+pend_kill_replaced(enum pend_what w, const char *queue, const char *part,
+    const char *name)
+{
+	int n = 0;
+
+	pthread_mutex_lock(&fs_lock);
+	for (struct pending *p = replaced; p; p = p->snext) {
+		if (p->what != w || !same(p->queue, queue) ||
+		    !same(p->part, part) || strcmp(p->name, name) != 0 ||
+		    p->pushed || p->dead)
+			continue;
+		p->dead = true;
+		stage_remove(p);
+		n++;
+	}
+	pthread_mutex_unlock(&fs_lock);
+	return n;
 }
 
 void

@@ -193,7 +193,7 @@ text_sys_stats(struct queen *q, const struct cred *who, char **out,
 {
 	struct sum s = { .q = q, .c = who };
 	struct engine_counters c;
-	uint64_t beside, in_writer;
+	uint64_t beside, in_writer, staged, stage_syncs;
 	struct queen_hash_stats hs;
 	size_t nodes;
 	FILE *f;
@@ -238,6 +238,9 @@ text_sys_stats(struct queen *q, const struct cred *who, char **out,
 	    (unsigned long long)hs.row_misses, nodes,
 	    (unsigned long long)atomic_load(&fs_lookups),
 	    (unsigned long long)queen_dlq_rows_read(q));
+	stage_counts(&staged, &stage_syncs);
+	fprintf(f, "staged = %llu\nstage_syncs = %llu\n",
+	    (unsigned long long)staged, (unsigned long long)stage_syncs);
 	return close_text(f, out, len, rc < 0 ? rc : 0);
 }
 
@@ -335,7 +338,7 @@ text_metrics(struct queen *q, const struct cred *who, char **out,
 {
 	struct rows rs = { .q = q, .c = who };
 	struct engine_counters c;
-	uint64_t beside, in_writer;
+	uint64_t beside, in_writer, staged, stage_syncs;
 	struct queen_hash_stats hs;
 	size_t nodes;
 	FILE *f;
@@ -378,6 +381,15 @@ text_metrics(struct queen *q, const struct cred *who, char **out,
 	    "Most requests carried by one commit.", c.commit_max);
 	counter(f, "queenfs_commit_failures_total", "counter",
 	    "Failed commits.", c.commit_failures);
+	stage_counts(&staged, &stage_syncs);
+	counter(f, "queenfs_staged", "gauge",
+	    "Pushes close() confirmed "
+	    "that wait in the spool to be published.",
+	    staged);
+	counter(f, "queenfs_stage_syncs_total", "counter",
+	    "fdatasyncs of "
+	    "the spool (closes share them).",
+	    stage_syncs);
 	counter(f, "queenfs_waiting_readers", "gauge",
 	    "Reads of next waiting for a message.", c.waiters);
 	queen_checkpoint_counts(q, &beside, &in_writer);

@@ -143,4 +143,80 @@ test_expect_success 'a second kill -9 right after acks and pushes loses nothing'
 	test_is after "${LINE##*/}" "the only message left"
 '
 
+# hold.py FILE TEXT...: open FILE, and for each TEXT write it and close a
+# dup of the descriptor (each close() is a FLUSH that stages and confirms
+# the bytes so far); keep one dup open, so no RELEASE publishes them; say
+# so in FILE.ready, then sleep until killed.
+cat >"$TRASH/hold.py" <<\EOF
+import os, sys, time
+path, texts = sys.argv[1], sys.argv[2:]
+fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+for t in texts:
+    os.write(fd, t.encode())
+    os.close(os.dup(fd))
+open(os.path.basename(path) + ".ready", "w").close()
+time.sleep(600)
+EOF
+
+hold () {
+	{ "$PYTHON3" "$TRASH/hold.py" "$@" & } &&
+	track_pid $! && HOLD_PIDS="$HOLD_PIDS $!" &&
+	wait_until 10 "test -f ${1##*/}.ready"
+}
+
+unhold () {
+	for p_ in $HOLD_PIDS; do stop_pid $p_; done
+	HOLD_PIDS=
+}
+
+test_expect_success PYTHON 'kill -9 between close() and the release: the confirmed bytes are published at the restart' '
+	q_init held && HOLD_PIDS= &&
+	hold "$Q/h1" "first " "second" &&
+	hold "$Q/h2" "only" &&
+	test_is 2 "$(stat_of "$MNT/sys/stats" staged)" "staged before the crash" &&
+	kill9_daemon && unhold &&
+	remount &&
+	printf "first second" >expect && test_cmp expect "$Q/partitions/default/h1" &&
+	printf only >expect && test_cmp expect "$Q/partitions/default/h2" &&
+	test_is 2 "$(stat_of "$Q/stats" messages)" "one message each" &&
+	test_is 0 "$(stat_of "$MNT/sys/stats" staged)" "staged after the restart" &&
+	grep -q "staged held/h1 published" "$DAEMON_LOG"
+'
+
+test_expect_success 'pushes published before a kill -9 are not published again' '
+	q_init again &&
+	for i in 1 2 3 4 5; do printf "m$i" >"$Q/m$i" || return 1; done &&
+	wait_until 10 "test \$(stat_of \"$MNT/sys/stats\" staged) = 0" &&
+	kill9_daemon && remount &&
+	test_is 5 "$(stat_of "$Q/stats" messages)" messages &&
+	test_is 0 "$(stat_of "$Q/stats" duplicates)" "duplicates: none replayed" &&
+	! grep "staged again/" "$DAEMON_LOG"
+'
+
+test_expect_success PYTHON 'a record cut short by a crash is not published, the ones before it are' '
+	q_init torn && HOLD_PIDS= &&
+	hold "$Q/t1" "one" && hold "$Q/t2" "two" && hold "$Q/t3" "three" &&
+	J=$(ls -t "$DB.spool"/*.j | head -n 1) &&
+	kill9_daemon && unhold &&
+	size=$(stat -c %s "$J") &&
+	truncate -s $((size - 2)) "$J" &&
+	printf "garbage after the cut" >>"$J" &&
+	remount &&
+	printf one >expect && test_cmp expect "$Q/partitions/default/t1" &&
+	printf two >expect && test_cmp expect "$Q/partitions/default/t2" &&
+	test_path_is_missing "$Q/partitions/default/t3" &&
+	test_is 2 "$(stat_of "$Q/stats" messages)" messages
+'
+
+test_expect_success 'a spool file of the older one-file-per-push format is published at start' '
+	q_init legacy &&
+	stop_daemon_ &&
+	printf "QFSSTAGE1\0000\0000\0000\0000\000legacy\000\000old1\000from an older daemon" \
+	    >"$DB.spool/1000-1" &&
+	start_daemon_ &&
+	printf "from an older daemon" >expect &&
+	test_cmp expect "$Q/partitions/default/old1" &&
+	test_path_is_missing "$DB.spool/1000-1"
+'
+
 test_done

@@ -176,9 +176,9 @@ test_expect_success 'a malformed QUEENFS_FAULT is refused at startup' '
 # --- an injected fsync failure -------------------------------------------
 
 # restart_faulty_ DB SPEC: the daemon again, on DB, with QUEENFS_FAULT=SPEC
-# staged DB: how many confirmed pushes wait in DB's spool for the store.
+# staged: how many confirmed pushes wait in the spool for the store.
 staged () {
-	ls "$1.spool" 2>/dev/null | grep -vc "\.tmp$"
+	stat_of "$MNT/sys/stats" staged
 }
 
 restart_faulty_ () {
@@ -229,7 +229,7 @@ test_expect_success EIO 'reads still work' '
 	printf held >expect &&
 	test_cmp expect "$Q/partitions/default/held" &&
 	{ "$PYTHON3" "$TRASH/checkall.py" "$Q/partitions/default" >checked ||
-	  test "$(grep -c "^lost" checked)" -le "$(staged "$DB")"; } &&
+	  test "$(grep -c "^lost" checked)" -le "$(staged)"; } &&
 	printf v1 >expect && test_cmp expect "$MNT/kv/ns/k" &&
 	test_is 300 "$(stat_of "$Q/config" lease_time)" "lease_time unchanged" &&
 	ls "$Q/partitions/default" >present &&
@@ -349,7 +349,7 @@ test_expect_success EIO 'a reader waiting on next is not handed a push whose fsy
 	test -n "$FAILED" &&
 	! grep -qx "got $FAILED" handoff.out &&
 	N=${FAILED#h} &&
-	test_is $((N - 1)) $(($(grep -c "^got" handoff.out) + $(staged "$DB"))) \
+	test_is $((N - 1)) $(($(grep -c "^got" handoff.out) + $(staged))) \
 	    "every confirmed push handed out once (or staged), nothing more"
 '
 
@@ -378,7 +378,7 @@ test_expect_success FULL 'pushes until the disk is full: ENOSPC at close()' '
 
 test_expect_success FULL 'nothing confirmed is lost, no partial message' '
 	test_path_is_missing "$Q/partitions/default/$FAILED" &&
-	S=$(staged "$DB") && test "$S" -le 1 &&
+	S=$(staged) && test "$S" -le 1 &&
 	test_is "$N" $(($(stat_of "$Q/stats" messages) + S)) "messages + staged" &&
 	{ "$PYTHON3" "$TRASH/checkall.py" "$Q/partitions/default" >checked ||
 	  test "$(grep -c "^lost" checked)" -le "$S"; } &&
@@ -418,7 +418,7 @@ test_expect_success FULL 'the log gives the full disk its space back' '
 
 test_expect_success FULL 'the push staged as the disk filled is published once space returns' '
 	wait_until 30 "test \"\$(stat_of \"$Q/stats\" messages)\" = $((N + 8 + STILL))" &&
-	test_is 0 "$(staged "$DB")" "staged, once the tick published them"
+	test_is 0 "$(staged)" "staged, once the tick published them"
 '
 
 test_expect_success FULL 'after a restart: integrity ok, nothing refused is there' '
@@ -426,7 +426,7 @@ test_expect_success FULL 'after a restart: integrity ok, nothing refused is ther
 	test_is ok "$(integrity "$DB")" "integrity_check" &&
 	start_daemon_ &&
 	{ "$PYTHON3" "$TRASH/checkall.py" "$Q/partitions/default" >checked ||
-	  test "$(grep -c "^lost" checked)" -le "$(staged "$DB")"; } &&
+	  test "$(grep -c "^lost" checked)" -le "$(staged)"; } &&
 	cat checked &&
 	diag "ENOSPC: $(sed -n "s/checked //p" checked) confirmed pushes checked" >&5 &&
 	test_path_is_missing "$Q/partitions/default/$FAILED" &&

@@ -251,6 +251,23 @@ test_expect_success 'unlink of a file open for writing: 0, and nothing is pushed
 	test_is "$N" "$(stat_of stats messages)" messages
 '
 
+test_expect_success 'unlink of a name two opens are writing: neither is pushed' '
+	python3 - "$Q/gone2" <<-\EOF &&
+	import os, sys
+	a = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+	os.write(a, b"first open\n")
+	b = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+	os.write(b, b"second open\n")
+	os.close(os.dup(a))
+	os.unlink(sys.argv[1])
+	os.close(a)
+	os.close(b)
+	EOF
+	test_path_is_missing "$P/gone2" &&
+	cat "$Q/stats" >stats &&
+	test_is "$N" "$(stat_of stats messages)" messages
+'
+
 test_expect_success 'mknod of a regular file: EPERM, nothing made' '
 	python3 -c "
 import os, stat, sys
