@@ -510,6 +510,15 @@ struct queen_group_info {
 
 /* Create if missing (with default config); -ENOENT no queue, -EINVAL. */
 int queen_group_ensure(struct queen *q, const char *queue, const char *group);
+/*
+ * queen_group_create - make a group (subscription all, the queue's config)
+ * with its cursors at their start, owned by own (NULL: it takes the
+ * queue's owner).  -EEXIST if the group exists, -ENOENT no such queue,
+ * -EINVAL a bad group name (the queue-mode name included); nothing
+ * changes on failure.
+ */
+int queen_group_create(struct queen *q, const char *queue, const char *group,
+    const struct queen_owner *own);
 int queen_group_get(struct queen *q, const char *queue, const char *group,
     struct queen_group_info *out);
 /*
