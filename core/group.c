@@ -332,7 +332,7 @@ queen_group_set_owner(struct queen *q, const char *queue, const char *group,
 		return rc;
 	if ((rc = queue_load(q, queue, &qr)) != 0)
 		goto out;
-	if ((rc = group_load(q, &qr, group, true, &g)) != 0)
+	if ((rc = group_load(q, &qr, group, false, &g)) != 0)
 		goto out;
 	g.owner = *own;
 	g.owner.mode &= 07777;

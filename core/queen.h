@@ -527,6 +527,7 @@ int queen_group_get(struct queen *q, const char *queue, const char *group,
  * queue or group, -EPERM for the queue-mode group.
  */
 int queen_group_delete(struct queen *q, const char *queue, const char *group);
+/* The group's own owner and mode; -ENOENT no such queue or group. */
 int queen_group_set_owner(struct queen *q, const char *queue,
     const char *group, const struct queen_owner *own);
 typedef int (*queen_group_cb)(void *arg, const struct queen_group_info *gi);

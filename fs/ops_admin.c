@@ -306,10 +306,7 @@ setattr_run(struct job *j, struct queen *q)
 		j->rc = queen_queue_set_owner(q, n->queue, &aj->own);
 		break;
 	case K_GROUP:
-		/* groups/<g> exists for any name; chmod makes it real */
-		if ((j->rc = queen_group_ensure(q, n->queue, n->group)) == 0)
-			j->rc = queen_group_set_owner(q, n->queue, n->group,
-			    &aj->own);
+		j->rc = queen_group_set_owner(q, n->queue, n->group, &aj->own);
 		break;
 	case K_KV_NS:
 		j->rc = queen_kv_ns_set_owner(q, n->queue, &aj->own);

@@ -12,6 +12,8 @@
 
 #include "fs.h"
 
+/* the text as the reader sees it, one source line per line of it */
+/* clang-format off */
 static const char readme[] =
 "queenfs - a message queue used through files\n"
 "\n"
@@ -50,6 +52,7 @@ static const char readme[] =
 "\n"
 "rename(2) answers: 0 done, ESTALE lease gone, EALREADY already committed,\n"
 "ENOENT unknown transaction, EINVAL not an ack, EIO storage failure.\n";
+/* clang-format on */
 
 int
 text_readme(char **out, size_t *len)
