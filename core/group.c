@@ -136,11 +136,32 @@ group_default(struct queen *q, const struct queue_row *qr, const char *name,
 	return 0;
 }
 
+/* A new group, own its owner (NULL: the queue's), with its cursors. */
+static int
+group_make(struct queen *q, const struct queue_row *qr, const char *name,
+    const struct queen_owner *own, struct group_row *out)
+{
+	struct mkcur m;
+	int rc;
+
+	if ((rc = group_default(q, qr, name, out)) != 0)
+		return rc;
+	if (own) {
+		out->owner = *own;
+		out->owner.mode &= 07777;
+		out->has_owner = true;
+	}
+	if ((rc = q->ops->group_insert(q->st, out)) != 0)
+		return rc;
+	m.q = q;
+	m.g = out;
+	return q->ops->part_list(q->st, qr->id, "", mkcur_part, &m);
+}
+
 int
 group_load(struct queen *q, const struct queue_row *qr, const char *name,
     bool create, struct group_row *out)
 {
-	struct mkcur m;
 	int rc;
 
 	if (!name)
@@ -154,13 +175,7 @@ group_load(struct queen *q, const struct queue_row *qr, const char *name,
 			    qr->name);
 		return rc;
 	}
-	if ((rc = group_default(q, qr, name, out)) != 0)
-		return rc;
-	if ((rc = q->ops->group_insert(q->st, out)) != 0)
-		return rc;
-	m.q = q;
-	m.g = out;
-	return q->ops->part_list(q->st, qr->id, "", mkcur_part, &m);
+	return group_make(q, qr, name, NULL, out);
 }
 
 /* A changed subscription repositions every cursor of the group. */
@@ -207,6 +222,36 @@ queen_group_ensure(struct queen *q, const char *queue, const char *group)
 		return rc;
 	if ((rc = queue_load(q, queue, &qr)) == 0)
 		rc = group_load(q, &qr, group, true, &g);
+	return tx_end(q, rc);
+}
+
+int
+queen_group_create(struct queen *q, const char *queue, const char *group,
+    const struct queen_owner *own)
+{
+	struct queue_row qr;
+	struct group_row g;
+	int rc;
+
+	if (!group || !queen_name_valid(group))
+		return queen_err(q, -EINVAL,
+		    "invalid group name '%.64s': use 1-255 bytes of "
+		    "A-Z a-z 0-9 . _ : @ = + -, not starting with '.'",
+		    group ? group : "(null)");
+	if (strcmp(group, QUEEN_QUEUE_MODE) == 0)
+		return queen_err(q, -EINVAL,
+		    "group name '%s' is reserved for the queue mode", group);
+	if ((rc = tx_begin(q)) != 0)
+		return rc;
+	if ((rc = queue_load(q, queue, &qr)) != 0)
+		goto out;
+	rc = q->ops->group_get(q->st, qr.id, group, &g);
+	if (rc == 0)
+		rc = queen_err(q, -EEXIST, "group '%s' exists on queue '%s'",
+		    group, queue);
+	else if (rc == -ENOENT)
+		rc = group_make(q, &qr, group, own, &g);
+out:
 	return tx_end(q, rc);
 }
 
@@ -287,7 +332,7 @@ queen_group_set_owner(struct queen *q, const char *queue, const char *group,
 		return rc;
 	if ((rc = queue_load(q, queue, &qr)) != 0)
 		goto out;
-	if ((rc = group_load(q, &qr, group, true, &g)) != 0)
+	if ((rc = group_load(q, &qr, group, false, &g)) != 0)
 		goto out;
 	g.owner = *own;
 	g.owner.mode &= 07777;

@@ -510,6 +510,15 @@ struct queen_group_info {
 
 /* Create if missing (with default config); -ENOENT no queue, -EINVAL. */
 int queen_group_ensure(struct queen *q, const char *queue, const char *group);
+/*
+ * queen_group_create - make a group (subscription all, the queue's config)
+ * with its cursors at their start, owned by own (NULL: it takes the
+ * queue's owner).  -EEXIST if the group exists, -ENOENT no such queue,
+ * -EINVAL a bad group name (the queue-mode name included); nothing
+ * changes on failure.
+ */
+int queen_group_create(struct queen *q, const char *queue, const char *group,
+    const struct queen_owner *own);
 int queen_group_get(struct queen *q, const char *queue, const char *group,
     struct queen_group_info *out);
 /*
@@ -518,6 +527,7 @@ int queen_group_get(struct queen *q, const char *queue, const char *group,
  * queue or group, -EPERM for the queue-mode group.
  */
 int queen_group_delete(struct queen *q, const char *queue, const char *group);
+/* The group's own owner and mode; -ENOENT no such queue or group. */
 int queen_group_set_owner(struct queen *q, const char *queue,
     const char *group, const struct queen_owner *own);
 typedef int (*queen_group_cb)(void *arg, const struct queen_group_info *gi);

@@ -13,6 +13,8 @@ redelivers.  Ctrl-C ends a waiting read at once and exits; any error of
 
 usage: consumer.py QUEUE_DIR [--drain]
   --drain   exit when the queue stays empty for the queue's `wait` seconds
+QUEUE_DIR may be a consumer group's directory, QUEUE_DIR/groups/G, once
+`mkdir` has made the group.
 The work here parses a JSON object and requires an "id"; replace handle().
 """
 import errno

@@ -9,6 +9,9 @@
 #
 # usage: consumer.sh QUEUE_DIR COMMAND [ARG...]
 #   examples/consumer.sh /mnt/queenfs/queues/jobs sh -c 'wc -c'
+# QUEUE_DIR may be a consumer group's directory, made first:
+#   mkdir -p /mnt/queenfs/queues/jobs/groups/audit
+#   examples/consumer.sh /mnt/queenfs/queues/jobs/groups/audit cat
 q=$1; shift
 while :; do
 	if ! batch=$(cat "$q/next"); then

@@ -225,12 +225,20 @@ resolve(struct queen *q, struct lookup_job *lj, struct found *f)
 		f->mtime = qi.created_at;
 		return 0;
 	case K_GROUPS:
+		/*
+		 * Only a group that exists resolves: the kernel sends MKDIR
+		 * only for a name its lookup did not find, and a name that
+		 * cannot be a group is simply not there (mkdir says why).
+		 */
+		if (strcmp(name, QUEEN_QUEUE_MODE) == 0 ||
+		    (rc = queen_group_get(q, p->queue, name, &gi)) == -EINVAL)
+			return -ENOENT;
+		if (rc < 0)
+			return rc;
 		f->kind = K_GROUP;
-		if (queen_group_get(q, p->queue, name, &gi) == 0) {
-			f->mtime = gi.created_at;
-			f->own = gi.owner;
-			f->has_own = gi.owner.mode != 0;
-		}
+		f->mtime = gi.created_at;
+		f->own = gi.owner;
+		f->has_own = gi.owner.mode != 0;
 		return 0;
 	case K_KV:
 		f->kind = K_KV_NS;
@@ -436,6 +444,12 @@ op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		return;
 	}
 	if (strlen(name) > QUEEN_NAME_MAX) {
+		char path[512];
+
+		node_path(p, path, sizeof(path));
+		fs_log("lookup %s/%.32s...: a name is at most %d bytes "
+		       "(ENAMETOOLONG)",
+		    path, name, QUEEN_NAME_MAX);
 		fuse_reply_err(req, ENAMETOOLONG);
 		return;
 	}

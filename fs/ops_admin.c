@@ -38,13 +38,15 @@ mkdir_run(struct job *j, struct queen *q)
 
 	if (k == K_QUEUE)
 		j->rc = queen_queue_create(q, aj->name, &aj->own);
-	else if (k == K_GROUP && (j->rc = queen_group_ensure(q, p->queue,
-	    aj->name)) == 0)
-		j->rc = queen_group_set_owner(q, p->queue, aj->name, &aj->own);
-	else if (k == K_KV_NS)
+	else if (k == K_GROUP)
+		j->rc = queen_group_create(q, p->queue, aj->name, &aj->own);
+	else
 		j->rc = queen_kv_ns_create(q, aj->name, &aj->own);
 	if (j->rc < 0) {
-		fs_log("mkdir %s: %s (%s)", aj->name, queen_errmsg(q),
+		char path[512];
+
+		node_path(p, path, sizeof(path));
+		fs_log("mkdir %s/%s: %s (%s)", path, aj->name, queen_errmsg(q),
 		    errname(j->rc));
 		return;
 	}
@@ -118,23 +120,66 @@ op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 	fuse_reply_err(req, EPERM);
 }
 
+/*
+ * Whether name may become a directory under p, with the reason logged if
+ * not.  A group changes its queue, so it needs write permission there
+ * (the kernel checks that too under default_permissions).
+ */
+static int
+may_mkdir(fuse_req_t req, struct node *p, const char *name)
+{
+	char path[512];
+	struct cred c;
+	struct stat st;
+
+	node_path(p, path, sizeof(path));
+	if (p->kind != K_QUEUES && p->kind != K_GROUPS && p->kind != K_KV) {
+		fs_log("mkdir %s/%s: only queues/, queues/<q>/groups/ and kv/ "
+		       "take new directories (EPERM)",
+		    path, name);
+		return -EPERM;
+	}
+	if (strlen(name) > QUEEN_NAME_MAX) {
+		fs_log("mkdir %s/%.32s...: a name is at most %d bytes "
+		       "(ENAMETOOLONG)",
+		    path, name, QUEEN_NAME_MAX);
+		return -ENAMETOOLONG;
+	}
+	if (!queen_name_valid(name) ||
+	    (p->kind == K_GROUPS && strcmp(name, QUEEN_QUEUE_MODE) == 0)) {
+		fs_log("mkdir %s/%s: invalid name: use 1-255 bytes of A-Z a-z "
+		       "0-9 . _ : @ = + -, not starting with '.'%s (EINVAL)",
+		    path, name,
+		    p->kind == K_GROUPS ? ", and not " QUEEN_QUEUE_MODE : "");
+		return -EINVAL;
+	}
+	if (p->kind != K_GROUPS)
+		return 0;
+	cred_of(req, &c);
+	node_attr(p, &st);
+	if (cred_may(&c, st.st_uid, st.st_gid, st.st_mode, 2))
+		return 0;
+	fs_log("mkdir %s/%s: uid %u may not write the queue (%u:%u %03o), "
+	       "and a new group changes it (EACCES)",
+	    path, name, (unsigned)c.uid, (unsigned)st.st_uid,
+	    (unsigned)st.st_gid, (unsigned)(st.st_mode & 07777));
+	return -EACCES;
+}
+
 void
 op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
 	struct node *p = node_get(parent);
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	struct admin_job *aj;
+	int rc;
 
 	if (!p) {
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
-	if (p->kind != K_QUEUES && p->kind != K_GROUPS && p->kind != K_KV) {
-		fuse_reply_err(req, EPERM);
-		return;
-	}
-	if (!queen_name_valid(name)) {
-		fuse_reply_err(req, EINVAL);
+	if ((rc = may_mkdir(req, p, name)) < 0) {
+		fuse_reply_err(req, -rc);
 		return;
 	}
 	if (!(aj = admin_new(req, mkdir_run, entry_reply, p, name)))
@@ -270,10 +315,7 @@ setattr_run(struct job *j, struct queen *q)
 		j->rc = queen_queue_set_owner(q, n->queue, &aj->own);
 		break;
 	case K_GROUP:
-		/* groups/<g> exists for any name; chmod makes it real */
-		if ((j->rc = queen_group_ensure(q, n->queue, n->group)) == 0)
-			j->rc = queen_group_set_owner(q, n->queue, n->group,
-			    &aj->own);
+		j->rc = queen_group_set_owner(q, n->queue, n->group, &aj->own);
 		break;
 	case K_KV_NS:
 		j->rc = queen_kv_ns_set_owner(q, n->queue, &aj->own);

@@ -137,8 +137,7 @@ log_refused(struct node *n, const char *why)
  * A read of next takes a lease, and with auto_ack commits the group's
  * cursor: it changes the queue, so it needs what a write there needs.
  * The check is on the directory that holds next (the queue's, or the
- * group's, which inherits the queue's owner until given its own); a
- * group that does not exist yet is made by this pop only for those.
+ * group's, which inherits the queue's owner until given its own).
  */
 static int
 may_pop(fuse_req_t req, struct node *n)

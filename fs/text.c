@@ -12,6 +12,8 @@
 
 #include "fs.h"
 
+/* the text as the reader sees it, one source line per line of it */
+/* clang-format off */
 static const char readme[] =
 "queenfs - a message queue used through files\n"
 "\n"
@@ -27,7 +29,8 @@ static const char readme[] =
 "    ack/ failed/ retry/ dlq/   rename a leased message into one to ack it\n"
 "    seek                 write `start`, `end`, an offset, a time, or `<p> <pos>`\n"
 "                         (reads as empty)\n"
-"    groups/<g>/          a consumer group: config stats next seek leased/ ack/ ...\n"
+"    groups/<g>/          a consumer group (mkdir makes it, rmdir deletes it):\n"
+"                         config stats next seek leased/ ack/ ...\n"
 "    timers/<key>         payload pushed into the queue at the file's mtime\n"
 "  kv/<ns>/<key>          KV state: read = get, write + close = put, rm = delete\n"
 "  api/push pop ack transaction renew\n"
@@ -43,10 +46,13 @@ static const char readme[] =
 "  setfattr -n user.queen.error -v 'bad input' queues/jobs/$m\n"
 "  mv queues/jobs/$m queues/jobs/failed/              # failed, retried later\n"
 "  echo 'lease_time = 60' > queues/jobs/config\n"
+"  mkdir queues/jobs/groups/audit                     # a consumer group\n"
+"  m=$(cat queues/jobs/groups/audit/next)             # its own cursor\n"
 "  echo start > queues/jobs/groups/audit/seek         # replay for group audit\n"
 "\n"
 "rename(2) answers: 0 done, ESTALE lease gone, EALREADY already committed,\n"
 "ENOENT unknown transaction, EINVAL not an ack, EIO storage failure.\n";
+/* clang-format on */
 
 int
 text_readme(char **out, size_t *len)

@@ -194,6 +194,7 @@ test_expect_success 'an unknown transactionId: ENOENT' '
 
 test_expect_success 'the target must be ack/ failed/ retry/ dlq/ under the same name: EINVAL' '
 	echo rename:EINVAL >expect &&
+	mkdir -p "$Q/groups/g9" &&
 	for to in "$Q/x4" "$Q/partitions/p2/x4" "$Q/partitions/p2/other" \
 	    "$Q/ack/other" "$Q/failed/other" "$Q/leased/x4" "$Q/groups/g9/x4"; do
 		sysc rename "$MSG" "$to" >actual &&

@@ -1,7 +1,8 @@
 #!/bin/sh
-# fs-0007-groups: consumer groups under groups/<g>/ with their own cursor,
-# next, leased/, ack/ and dlq/; subscription modes (all, new, since);
-# seek (start, end, offset, time, "<p> <pos>"); group config.
+# fs-0007-groups: consumer groups under groups/<g>/ (made by mkdir) with
+# their own cursor, next, leased/, ack/ and dlq/; subscription modes (all,
+# new, since); seek (start, end, offset, time, "<p> <pos>"); group config.
+# fs-0075 has mkdir's refusals and the walkers.
 . "$(dirname "$0")/lib.sh"
 mount_queenfs
 
@@ -26,6 +27,15 @@ test_expect_success 'setup: a queue with a1..a3' '
 	test_line_count = 0 actual
 '
 
+test_expect_success 'mkdir groups/<g> makes a group; ls groups lists it' '
+	mkdir "$G1" &&
+	ls "$Q/groups" >actual &&
+	echo g1 >expect &&
+	test_cmp expect actual &&
+	grep -q "^group = g1$" "$G1/stats" &&
+	test_is 1 "$(stat_of "$Q/stats" groups)" "groups in the queue stats"
+'
+
 test_expect_success 'groups/<g>/ has its own config, stats, next, seek, leased/, ack/ ...' '
 	ls "$G1" >actual &&
 	printf "%s\n" ack config dlq failed leased retry seek stats >expect &&
@@ -33,15 +43,11 @@ test_expect_success 'groups/<g>/ has its own config, stats, next, seek, leased/,
 	test_cmp expect actual
 '
 
-test_expect_success 'a group is created by its first pop; lines are relative to the group dir' '
+test_expect_success 'a new group reads from the oldest message; lines are relative to the group dir' '
 	gpop "$G1" && test_is a1 "$TXID" txid &&
 	test_is leased "${LINE%%/*}" "first path element" &&
 	printf a1 >expect &&
-	test_cmp expect "$MSG" &&
-	ls "$Q/groups" >actual &&
-	echo g1 >expect &&
-	test_cmp expect actual &&
-	grep -q "^group = g1$" "$G1/stats"
+	test_cmp expect "$MSG"
 '
 
 test_expect_success 'the queue-mode cursor is independent of the group' '
@@ -73,6 +79,7 @@ test_expect_success 'a group message cannot be acked through the queue-mode ack/
 
 test_expect_success 'two groups lease the same partition at the same time' '
 	gpop "$Q" && test_is a3 "$TXID" "queue-mode" && QMSG=$MSG &&
+	mkdir "$Q/groups/g9" &&
 	gpop "$Q/groups/g9" && test_is a1 "$TXID" "g9" &&
 	test_is 1 "$(stat_of "$Q/stats" leases)" "queue-mode leases" &&
 	test_is 1 "$(stat_of "$Q/groups/g9/stats" leases)" "g9 leases" &&
@@ -81,6 +88,7 @@ test_expect_success 'two groups lease the same partition at the same time' '
 
 test_expect_success 'partitions/p/x -> groups/<g>/ack/ moves only that group' '
 	echo ok >expect &&
+	mkdir "$Q/groups/g8" &&
 	sysc rename "$Q/partitions/default/a2" "$Q/groups/g8/ack/a2" >actual &&
 	test_cmp expect actual &&
 	test_is 2 "$(committed "$Q/groups/g8")" "g8 committed" &&
@@ -97,6 +105,7 @@ test_expect_success 'group config holds batch, wait, auto_ack and subscription' 
 '
 
 test_expect_success 'subscription = new: only messages pushed after the group was created' '
+	mkdir "$Q/groups/gnew" &&
 	echo "subscription = new" >"$Q/groups/gnew/config" &&
 	ls "$Q/groups" >actual &&
 	grep -q "^gnew$" actual &&
@@ -113,17 +122,30 @@ test_expect_success 'subscription = since <RFC 3339>: messages from that time on
 	sleep 0.1 &&
 	printf a5 >"$Q/a5" &&
 	sleep 0.2 &&
+	mkdir "$Q/groups/gsince" &&
 	echo "subscription = since $T" >"$Q/groups/gsince/config" &&
 	grep -q "^subscription = since " "$Q/groups/gsince/config" &&
 	gpop "$Q/groups/gsince" && test_is a5 "$TXID" txid
 '
 
-test_expect_success 'a bad subscription fails with EINVAL and creates nothing' '
-	echo write:EINVAL >expect &&
+test_expect_success 'a bad subscription fails with EINVAL and changes nothing' '
+	mkdir "$Q/groups/gbad" &&
 	sysc write "$Q/groups/gbad/config" "subscription = sometimes" >actual &&
 	grep -q ":EINVAL$" actual &&
+	grep -q "^subscription = all$" "$Q/groups/gbad/config" &&
+	rmdir "$Q/groups/gbad"
+'
+
+test_expect_success 'config and seek of a group that does not exist: ENOENT, nothing made' '
+	echo open:ENOENT >expect &&
+	sysc write "$Q/groups/gnone/config" "batch = 2" >actual &&
+	test_cmp expect actual &&
+	sysc write "$Q/groups/gnone/seek" "start" >actual &&
+	test_cmp expect actual &&
+	sysc read_nonblock "$Q/groups/gnone/next" >actual &&
+	test_cmp expect actual &&
 	ls "$Q/groups" >actual &&
-	! grep -q "^gbad$" actual
+	! grep -q "^gnone$" actual
 '
 
 test_expect_success 'seek start: the group replays from the first message' '
@@ -198,6 +220,7 @@ test_expect_success 'the queue seek moves the queue-mode cursor' '
 '
 
 test_expect_success 'group batch is independent of the queue batch' '
+	mkdir "$Q/groups/gb" &&
 	printf "batch = 3\n" >"$Q/groups/gb/config" &&
 	pop "$Q/groups/gb" >lines &&
 	test_line_count = 3 lines &&
@@ -206,6 +229,7 @@ test_expect_success 'group batch is independent of the queue batch' '
 
 test_expect_success 'a group failed/ and retry/ redeliver within the group only' '
 	G=$Q/groups/gf &&
+	mkdir "$G" &&
 	gpop "$G" && test_is a1 "$TXID" txid &&
 	mv "$MSG" "$G/failed/" &&
 	gpop "$G" && test_is a1 "$TXID" "redelivered after failed" &&
@@ -227,6 +251,7 @@ test_expect_success 'creating files in a group ack/ failed/ retry/ is EPERM' '
 
 test_expect_success 'groups/<g>/dlq/ lists <p>/<txid> dead letters with the group in xattrs' '
 	G=$Q/groups/gd &&
+	mkdir "$G" &&
 	gpop "$G" && test_is a1 "$TXID" txid &&
 	setfattr -n user.queen.error -v "group reason" "$MSG" &&
 	mv "$MSG" "$G/dlq/" &&
@@ -263,10 +288,13 @@ test_expect_success 'rmdir of a group with a live lease is ENOTEMPTY; acked, it 
 	done
 '
 
-test_expect_success 'rmdir of a group drops it; its dead letters stay listed under its name' '
+test_expect_success 'rmdir of a group drops it; a group made again by its name has its dead letters' '
 	rmdir "$Q/groups/gd" &&
 	ls "$Q/groups" >actual &&
 	! grep -q "^gd$" actual &&
+	test_must_fail ls "$Q/groups/gd" &&
+	mkdir "$Q/groups/gd" &&
+	test_is 0 "$(committed "$Q/groups/gd")" "a new cursor" &&
 	test -f "$Q/groups/gd/dlq/default/a1" &&
 	test_is gd "$(getfattr --only-values -n user.queen.group "$Q/groups/gd/dlq/default/a1")" group
 '

@@ -49,6 +49,16 @@ test_expect_success 'consumer.sh acks what its command accepts, fails the rest' 
 	test_cmp expect actual
 '
 
+test_expect_success 'consumer.sh consumes a group made by mkdir, the queue mode untouched' '
+	mkdir -p "$Q/groups/audit" &&
+	DRAIN=1 timeout 30 sh "$EX/consumer.sh" "$Q/groups/audit" grep -q ok &&
+	test_is 0 "$(stat_of "$Q/groups/audit/stats" depth)" "group depth" &&
+	dead "$Q/groups/audit" >actual &&
+	echo default/s2 >expect &&
+	test_cmp expect actual &&
+	test_is 1 "$(stat_of "$Q/stats" dlq)" "the queue-mode DLQ holds its own only"
+'
+
 test_expect_success PYTHON 'consumer.py processes, and fails with user.queen.error' '
 	q_init py &&
 	printf "wait = 1\nretry_limit = 0\n" >"$Q/config" &&

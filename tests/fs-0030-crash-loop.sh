@@ -111,6 +111,7 @@ EOF
 test_expect_success 'setup: a queue with three partitions, two groups' '
 	q_init c &&
 	printf "lease_time = 2\nwait = 1\n" >"$Q/config" &&
+	mkdir "$Q/groups/g1" "$Q/groups/g2" &&
 	echo "batch = 1" >"$Q/groups/g1/config" &&
 	echo "batch = 3" >"$Q/groups/g2/config" &&
 	: >slow.log

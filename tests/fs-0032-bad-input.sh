@@ -192,6 +192,7 @@ test_expect_success PYTHON 'config garbage: EINVAL, nothing changed' '
 
 test_expect_success PYTHON 'seek: negative offsets and garbage are EINVAL' '
 	G="$Q/groups/s" &&
+	mkdir "$G" &&
 	echo "batch = 1" >"$G/config" &&
 	cat "$G/stats" >stats.before &&
 	"$PYTHON3" - "$G/seek" >seek.out <<-\EOF &&

@@ -37,6 +37,7 @@ sample () {
 test_expect_success 'setup: queue, two groups from the start, 100 partitions' '
 	mkdir "$Q" &&
 	printf "wait = 1\nlease_time = 60\n" >"$Q/config" &&
+	mkdir "$Q/groups/g1" "$Q/groups/g2" &&
 	printf "subscription = all\nbatch = 8\nwait = 1\n" >"$Q/groups/g1/config" &&
 	printf "subscription = all\nbatch = 3\nwait = 1\n" >"$Q/groups/g2/config" &&
 	test_is 8 "$(stat_of "$Q/groups/g1/config" batch)" "g1 batch" &&

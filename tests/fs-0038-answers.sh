@@ -147,6 +147,7 @@ test_expect_success 'config: written over a held-open descriptor, applied at its
 test_expect_success 'seek: a position split across write(2)s is one position' '
 	q_init sk &&
 	for i in 1 2 3 4 5 6 7 8 9 10 11 12; do printf x >"$Q/m$i" || return 1; done &&
+	mkdir "$Q/groups/g" &&
 	{ printf 1; printf "0\n"; } >"$Q/groups/g/seek" &&
 	echo "wait = 1" >"$Q/groups/g/config" &&
 	line=$(pop "$Q/groups/g") &&
@@ -159,6 +160,7 @@ test_expect_success 'subscription = new on a group made a moment earlier: the ta
 	ok=0 &&
 	for i in 1 2 3 4 5 6 7 8 9 10; do
 		printf x >"$Q/o$i" &&
+		mkdir "$Q/groups/g$i" &&
 		printf "batch = 1\nwait = 1\n" >"$Q/groups/g$i/config" &&
 		printf y >"$Q/p$i" &&
 		echo "subscription = new" >"$Q/groups/g$i/config" &&

@@ -66,6 +66,7 @@ test_expect_success 'setup: queues, groups, leases, timers, KV and dead letters'
 	sysc rename "$A/$L" "$A/failed/a1" >actual &&
 	test_cmp expect actual &&
 	L=$(pop "$A") && test_is a2 "${L##*/}" "second pop, held" &&
+	mkdir "$A/groups/g1" "$A/groups/g2" &&
 	printf "batch = 2\n" >"$A/groups/g1/config" &&
 	G=$(pop "$A/groups/g1") &&
 	printf "wait = 1\n" >"$A/groups/g2/config" &&

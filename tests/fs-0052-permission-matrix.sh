@@ -4,7 +4,7 @@
 # may only read it (it fails with the errno the kernel would give, and
 # nothing changes): push, pop through next and groups/<g>/next (also with
 # auto_ack), the ack/failed/retry/dlq renames, seek, config writes, group
-# creation, setfattr user.queen.error, touch to renew, timers, KV, mkdir
+# creation by mkdir, setfattr user.queen.error, touch to renew, timers, KV, mkdir
 # and rmdir, the api/ files.  A leased file's payload cannot be written by
 # anyone (EPERM).  sys/metrics and sys/stats show each reader only the
 # queues it may read.  -o allow_other alone mounts with
@@ -100,17 +100,22 @@ test_expect_success 'nor with auto_ack on (the cursor stays)' '
 	state >before
 '
 
-test_expect_success 'the other user cannot pop a group, nor create one by popping' '
-	expect_as $U2 open:EACCES read "$Q/groups/gnew/next" &&
+test_expect_success 'the other user cannot pop a group, nor make one by popping' '
+	as_user $U1 mkdir "$Q/groups/g0" &&
+	state >before &&
+	expect_as $U2 open:EACCES read "$Q/groups/g0/next" &&
+	expect_as $U2 open:ENOENT read "$Q/groups/gnew/next" &&
 	ls "$Q/groups" >groups &&
 	! grep -qx gnew groups &&
 	state >after && test_cmp before after
 '
 
-test_expect_success 'the other user cannot create a group by config, seek or mkdir' '
-	expect_as $U2 open:EACCES write "$Q/groups/gx/config" "batch = 2" &&
-	expect_as $U2 open:EACCES write "$Q/groups/gx/seek" "start" &&
-	expect_as $U2 mkdir:EEXIST mkdir "$Q/groups/gy" &&
+test_expect_success 'the other user cannot make a group by config, seek or mkdir' '
+	expect_as $U2 open:EACCES write "$Q/groups/g0/config" "batch = 2" &&
+	expect_as $U2 open:EACCES write "$Q/groups/g0/seek" "start" &&
+	expect_as $U2 open:ENOENT write "$Q/groups/gx/config" "batch = 2" &&
+	expect_as $U2 open:ENOENT write "$Q/groups/gx/seek" "start" &&
+	expect_as $U2 mkdir:EACCES mkdir "$Q/groups/gy" &&
 	expect_as $U2 open:EACCES write "$Q/config" "lease_time = 9" &&
 	expect_as $U2 open:EACCES write "$Q/seek" "end" &&
 	state >after && test_cmp before after
@@ -195,10 +200,13 @@ test_expect_success 'the owner renews by touch, acks, retries and dead-letters' 
 	test_is 2 "$(stat_of "$Q/stats" dlq)" dlq
 '
 
-test_expect_success 'the owner pops a group (made by that pop), seeks it, configures it' '
+test_expect_success 'the owner makes groups (mkdir), pops, seeks and configures them' '
+	expect_as $U1 ok mkdir "$Q/groups/g1" &&
+	expect_as $U1 mkdir:EEXIST mkdir "$Q/groups/g1" &&
 	expect_as $U1 ok write "$Q/groups/g1/config" "wait = 1" &&
 	upop $U1 "$Q/groups/g1" && test_is m1 "${LINE##*/}" "group starts at the start" &&
 	expect_as $U1 ok rename "$Q/groups/g1/$LINE" "$Q/groups/g1/ack/m1" &&
+	expect_as $U1 ok mkdir "$Q/groups/g2" &&
 	upop $U1 "$Q/groups/g2" &&
 	ls "$Q/groups" >groups &&
 	grep -qx g2 groups &&
@@ -222,6 +230,7 @@ test_expect_success 'the owner pops with auto_ack, makes and cancels timers, put
 '
 
 test_expect_success 'a group given its own mode decides who pops it' '
+	mkdir "$Q/groups/g3" &&
 	chmod 0777 "$Q/groups/g3" &&
 	upop $U2 "$Q/groups/g3" &&
 	expect_as $U2 ok rename "$Q/groups/g3/$LINE" "$Q/groups/g3/ack/${LINE##*/}" &&

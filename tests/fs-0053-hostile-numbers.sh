@@ -198,6 +198,7 @@ test_expect_success PYTHON 'config: numbers past 64 bits, negative, floats and o
 
 test_expect_success PYTHON 'seek: offsets past 18 digits, signs and dates past 9999 are EINVAL' '
 	G="$Q/groups/g" &&
+	mkdir "$G" &&
 	echo "batch = 1" >"$G/config" &&
 	cat "$G/stats" >before &&
 	for p in 9999999999999999999 -1 +1 1e3 10000-01-01T00:00:00Z \

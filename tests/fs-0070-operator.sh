@@ -69,6 +69,7 @@ test_expect_success 'rm dlq/<p>/<x> purges it, logged; a second rm is ENOENT' '
 test_expect_success 'a group dead letter: requeue through groups/<g>/dlq, purge too' '
 	printf "g body" >"$Q/g1" && printf "g2 body" >"$Q/g2" &&
 	G="$Q/groups/gx" &&
+	mkdir "$G" &&
 	echo "wait = 1" >"$G/config" &&
 	kill_one "$G" d1 && kill_one "$G" d2 &&
 	test_is gx "$(getfattr --only-values -n user.queen.group "$G/dlq/default/d1")" group &&
@@ -82,7 +83,10 @@ test_expect_success 'a lookup makes no group: ls groups lists only groups that e
 	q_init gq &&
 	echo "wait = 1" >"$Q/config" &&
 	printf x >"$Q/k1" &&
-	ls "$Q/groups/ghost/" >/dev/null &&
+	test_must_fail ls "$Q/groups/ghost/" &&
+	echo open:ENOENT >expect &&
+	sysc read_nonblock "$Q/groups/ghost/next" >actual &&
+	test_cmp expect actual &&
 	ls -A "$Q/groups" >actual &&
 	test_line_count = 0 actual &&
 	sysc rmdir "$Q/groups/ghost" >actual &&
@@ -91,6 +95,7 @@ test_expect_success 'a lookup makes no group: ls groups lists only groups that e
 
 test_expect_success 'rmdir of a group with a live lease: ENOTEMPTY, logged, nothing changes' '
 	G="$Q/groups/busy" &&
+	mkdir "$G" &&
 	echo "wait = 1" >"$G/config" &&
 	gpop "$G" && test_is k1 "$TXID" txid &&
 	sysc rmdir "$G" >actual &&
@@ -111,7 +116,7 @@ test_expect_success 'sys/queues: a header and one aligned line per queue' '
 	q_init sq &&
 	echo "wait = 1" >"$Q/config" &&
 	for i in 1 2 3 4; do printf x >"$Q/s$i" || return 1; done &&
-	G="$Q/groups/sg" && echo "wait = 1" >"$G/config" &&
+	G="$Q/groups/sg" && mkdir "$G" && echo "wait = 1" >"$G/config" &&
 	gpop "$G" && mv "$MSG" "$G/ack/" &&
 	gpop "$G" && mv "$MSG" "$G/dlq/" &&
 	gpop "$G" &&

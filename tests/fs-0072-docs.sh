@@ -41,6 +41,7 @@ shown () {
 test_expect_success 'setup: a fresh queue and group' '
 	q_init docs &&
 	cat "$Q/config" >queue.conf &&
+	mkdir "$Q/groups/g" &&
 	cat "$Q/groups/g/config" >group.conf &&
 	test -s queue.conf && test -s group.conf
 '

@@ -369,11 +369,55 @@ test_cursor_info(void)
 	fix_close(&f);
 }
 
+/* queen_group_create: mkdir's call; it refuses what exists, changes
+ * nothing when it refuses, and gives the group its owner or none. */
+static void
+test_create(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "group-create");
+	struct queen_owner own = { 4242, 4343, 0750 }, qown = { 7, 8, 0755 };
+	struct queen_group_info gi;
+	int n = 0;
+
+	is_int(queen_queue_create(q, Q, &qown), 0, "create: the queue");
+	pushn(q, Q, NULL, "m", 2);
+	is_int(queen_group_create(q, Q, "g1", &own), 0, "create: g1");
+	is_int(queen_group_get(q, Q, "g1", &gi), 0, "create: g1 exists");
+	is_int((int)gi.owner.uid, 4242, "create: g1 has the uid given");
+	is_int((int)gi.owner.gid, 4343, "create: g1 has the gid given");
+	is_int((int)gi.owner.mode, 0750, "create: g1 has the mode given");
+	is_int(committed(q, Q, "g1", NULL), 0, "create: g1 starts at 0");
+	is_int(pop_first(q, Q, NULL, "g1", 1, NULL, NULL), 1,
+	    "create: g1 reads the oldest message");
+	is_int(queen_group_create(q, Q, "g1", NULL), -EEXIST,
+	    "create: again is -EEXIST");
+	ok(strstr(queen_errmsg(q), "exists") != NULL, "create: says why: %s",
+	    queen_errmsg(q));
+	is_int(queen_group_get(q, Q, "g1", &gi), 0, "create: g1 still there");
+	is_int((int)gi.owner.uid, 4242, "create: the refusal kept the owner");
+	is_int(queen_group_create(q, Q, "g2", NULL), 0, "create: g2, no owner");
+	is_int(queen_group_get(q, Q, "g2", &gi), 0, "create: get g2");
+	is_int((int)gi.owner.uid, 7, "create: g2 takes the queue's owner");
+	is_int(queen_group_create(q, Q, "bad/name", NULL), -EINVAL,
+	    "create: a bad name is -EINVAL");
+	is_int(queen_group_create(q, Q, ".dot", NULL), -EINVAL,
+	    "create: a dot name is -EINVAL");
+	is_int(queen_group_create(q, Q, QUEEN_QUEUE_MODE, NULL), -EINVAL,
+	    "create: the queue-mode name is -EINVAL");
+	is_int(queen_group_create(q, "nosuch", "g", NULL), -ENOENT,
+	    "create: a missing queue is -ENOENT");
+	queen_group_list(q, Q, group_count_cb, &n);
+	is_int(n, 2, "create: only g1 and g2 were made");
+	fix_close(&f);
+}
+
 int
 main(void)
 {
 	plan_lazy();
 	test_two_groups();
+	test_create();
 	test_subscription();
 	test_seek();
 	test_delete();
