@@ -272,6 +272,52 @@ EOF
 	ls "$MNT/queues/delq/groups" >actual && test_line_count = 0 actual
 '
 
+test_expect_success 'pop partitions=N: up to N partitions, batch a global cap, each acked under its lease' '
+	python3 <<\EOF
+from http_base import *
+items = []
+for p in ("a", "b", "c"):
+    for k in range(3):
+        items.append({"queue": "mp", "partition": p, "payload": {"p": p, "k": k},
+                      "transactionId": "%s%d" % (p, k)})
+push(items)
+st, js = pop("mp", batch=7, partitions=2)
+eq(200, st, "status")
+eq(2, js["partitionsClaimed"], "two partitions claimed")
+ms = js["messages"]
+eq(6, len(ms), "three of each: the batch cap is not reached")
+parts = [m["partition"] for m in ms]
+check(parts[:3] == [parts[0]] * 3 and parts[3:] == [parts[3]] * 3 and parts[0] != parts[3],
+      "each partition contiguous: %r" % parts)
+eq(["%s%d" % (parts[0], k) for k in range(3)] + ["%s%d" % (parts[3], k) for k in range(3)],
+   [m["transactionId"] for m in ms], "each in partition order")
+leases = {m["partition"]: m["leaseId"] for m in ms}
+eq(2, len(set(leases.values())), "one lease per partition")
+eq(js["leaseId"], ms[0]["leaseId"], "the top-level lease is the first partition")
+st, js2 = pop("mp", batch=7, partitions=3)
+eq(200, st, "the third partition is still free")
+eq(1, js2["partitionsClaimed"], "only it")
+eq(3, len(js2["messages"]), "its three")
+check(js2["messages"][0]["partition"] not in leases, "not a leased one")
+eq(204, pop("mp", partitions=3)[0], "all three leased now")
+st, res, _ = call("POST", "/api/v1/ack/batch", {"acknowledgments": [
+    {"transactionId": m["transactionId"], "partitionId": m["partitionId"],
+     "status": "completed", "leaseId": m["leaseId"]} for m in ms]})
+eq(200, st, "batch ack")
+eq([True] * 6, [r["success"] for r in res], "every message acked under its own lease")
+eq(204, pop("mp", batch=2, partitions=3)[0], "two partitions acked empty, the third leased")
+m = js2["messages"][2]
+call("POST", "/api/v1/ack", {"transactionId": m["transactionId"],
+     "partitionId": m["partitionId"], "status": "completed", "leaseId": m["leaseId"]})
+push([{"queue": "mp", "partition": p, "payload": 1, "transactionId": p + "9"} for p in "abc"])
+st, js4 = pop("mp", batch=2, partitions=3)
+eq(2, len(js4["messages"]), "batch=2 caps the total over the partitions")
+eq(2, js4["partitionsClaimed"], "one message from each of two partitions")
+st, js5 = pop("mp", partition="a", batch=5, partitions=3)
+check(st == 204 or js5["partitionsClaimed"] == 1, "the long form claims one partition at most")
+EOF
+'
+
 test_expect_success 'long poll: woken by a push through a file' '
 	mkdir "$MNT/queues/wq" &&
 	{ curl -s -o lp.out -w "%{http_code}\n" "$URL/api/v1/pop/queue/wq?wait=true&timeout=20000" >lp.code & } &&

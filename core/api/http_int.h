@@ -16,6 +16,8 @@
 
 #define QUEUE_MODE "__QUEUE_MODE__"
 #define HTTP_DEFAULT "Default"
+/* the most partitions one pop claims (partitions=N) */
+#define HTTP_POP_MAX_PARTITIONS 64
 
 struct hctx {
 	struct queen *q;
