@@ -159,10 +159,53 @@ do_queue_delete(struct hctx *h, const char *queue)
 
 /* ---- push ---- */
 
+/*
+ * A push's answer, written as text like a pop's: a jansson tree of ten
+ * values per item and its dump were a quarter of the daemon's CPU per
+ * message on batch pushes.
+ */
+static void
+push_text(struct hctx *h, const struct queen_push_item *items,
+    const struct queen_push_result *res, size_t n)
+{
+	struct jw w = { 0 };
+
+	jw_raw(&w, "[", 1);
+	for (size_t i = 0; i < n; i++) {
+		const struct queen_push_item *it = &items[i];
+		const struct queen_push_result *r = &res[i];
+		const char *txid = queen_push_txid(it, r);
+
+		jw_lit(&w, i ? ",{\"index\":" : "{\"index\":");
+		jw_int(&w, (int64_t)i);
+		jw_lit(&w, r->status == QUEEN_PUSH_DUPLICATE ?
+		    ",\"status\":\"duplicate\",\"message_id\":\"" :
+		    ",\"status\":\"queued\",\"message_id\":\"");
+		jw_lit(&w, r->partition_uuid);
+		jw_raw(&w, ":", 1);
+		jw_int(&w, r->offset);
+		jw_lit(&w, "\",\"transaction_id\":");
+		jw_str(&w, txid);
+		jw_lit(&w, ",\"transactionId\":");
+		jw_str(&w, txid);
+		jw_lit(&w, ",\"partition_id\":");
+		jw_str(&w, r->partition_uuid);
+		jw_lit(&w, ",\"queueName\":");
+		jw_str(&w, it->queue);
+		jw_lit(&w, ",\"trace_id\":");
+		jw_str(&w, it->trace_id);
+		jw_raw(&w, "}", 1);
+	}
+	jw_raw(&w, "]", 1);
+	h->ans->status = 201;
+	if (!(h->ans->body = jw_finish(&w)))
+		h->ans->status = 500;
+}
+
 int
 do_push(struct hctx *h, json_t *b)
 {
-	json_t *arr = json_object_get(b, "items"), *out = NULL;
+	json_t *arr = json_object_get(b, "items");
 	struct queen_push_item *items = NULL;
 	struct queen_push_result *res = NULL;
 	char **keeps = NULL;
@@ -220,24 +263,7 @@ do_push(struct hctx *h, json_t *b)
 		goto out;
 	}
 	h->ans->wrote = n > 0;
-	out = json_array();
-	for (i = 0; i < n; i++) {
-		const struct queen_push_item *it = &items[i];
-		const struct queen_push_result *r = &res[i];
-		char id[80];
-
-		snprintf(id, sizeof(id), "%s:%lld", r->partition_uuid,
-		    (long long)r->offset);
-		json_array_append_new(out, json_pack("{s:I, s:s, s:s, s:s, "
-		    "s:s, s:s, s:s, s:o}", "index", (json_int_t)i, "status",
-		    r->status == QUEEN_PUSH_DUPLICATE ? "duplicate" : "queued",
-		    "message_id", id, "transaction_id",
-		    queen_push_txid(it, r), "transactionId",
-		    queen_push_txid(it, r), "partition_id", r->partition_uuid,
-		    "queueName", it->queue, "trace_id", it->trace_id ?
-		    json_string(it->trace_id) : json_null()));
-	}
-	answer_json(h, 201, out);
+	push_text(h, items, res, n);
 out:
 	for (i = 0; keeps && i < n; i++)
 		free(keeps[i]);
