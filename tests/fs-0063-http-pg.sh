@@ -6,7 +6,9 @@
 # HTTP on A; a transaction over HTTP on A is seen on B; a lease taken on
 # A keeps B's pops out of that partition, while its lease id acks
 # through B; dedup holds across the daemons; a configure on A is B's;
-# a third daemon with --listen and no mount pushes what A's next pops.
+# a trace recorded on A is read on B, and pops over several partitions
+# through both take each message once; a third daemon with --listen
+# and no mount pushes what A's next pops.
 . "$(dirname "$0")/lib.sh"
 test -n "${QUEEN_TEST_PG:-}" ||
 	skip_all "QUEEN_TEST_PG is not set (run under tests/pg.sh)"
@@ -171,6 +173,28 @@ eq(200, st, "B knows the queue")
 EOF
 	grep -q "^lease_time = 77" "$B/queues/cq/config" &&
 	grep -q "^retry_limit = 2" "$B/queues/cq/config"
+'
+
+test_expect_success 'a trace recorded on A is read on B; partitions=N over both' '
+	python3 <<\EOF
+from http_base import *
+QA, QB, B = os.environ["QA"], os.environ["QB"], os.environ["B"]
+a, b = Client(addr=QA), Client(addr=QB)
+st, js, _ = a.call("POST", "/api/v1/push", {"items": [
+    {"queue": "mq", "partition": p, "payload": p, "transactionId": "t" + p} for p in "xyz"]})
+pid = js[0]["partition_id"]
+st, js, _ = a.call("POST", "/api/v1/traces", {"transactionId": "tx", "partitionId": pid,
+    "traceNames": ["n1"], "data": {"on": "A"}})
+eq(201, st, "trace on A")
+st, js, _ = b.call("GET", "/api/v1/traces/%s/tx" % pid)
+eq([{"on": "A"}], [t["data"] for t in js["traces"]], "read on B")
+st, ja, _ = a.call("GET", "/api/v1/pop/queue/mq?wait=false&batch=10&partitions=2")
+eq(2, ja["partitionsClaimed"], "A claims two partitions")
+st, jb, _ = b.call("GET", "/api/v1/pop/queue/mq?wait=false&batch=10&partitions=3")
+eq(1, jb["partitionsClaimed"], "B gets the third only")
+got = sorted(m["transactionId"] for m in ja["messages"] + jb["messages"])
+eq(["tx", "ty", "tz"], got, "each message once")
+EOF
 '
 
 test_expect_success 'a third daemon serves HTTP alone (no mount) on the schema' '
