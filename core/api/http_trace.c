@@ -42,7 +42,7 @@ do_trace_add(struct hctx *h, json_t *b)
 		return refuse(h, 400, "traceNames is an array of at most %d "
 		    "strings", MAX_NAMES);
 	nl = json_array();
-	json_array_foreach(names, i, v) {
+	for (i = 0; (v = json_array_get(names, i)); i++) {
 		if (!json_is_string(v) || !json_string_length(v)) {
 			json_decref(nl);
 			return refuse(h, 400, "traceNames is an array of at "
@@ -89,7 +89,7 @@ has_name(json_t *ev, const char *name)
 	json_t *v;
 	size_t i;
 
-	json_array_foreach(json_object_get(ev, "trace_names"), i, v)
+	for (i = 0; (v = json_array_get(json_object_get(ev, "trace_names"), i)); i++)
 		if (!strcmp(json_string_value(v), name))
 			return true;
 	return false;
@@ -211,7 +211,7 @@ do_trace_message(struct hctx *h, const char *pid, const char *txid)
 	json_decref(w.out);
 	if (!all)
 		return -ENOMEM;
-	json_array_foreach(all, i, ev) {
+	for (i = 0; (ev = json_array_get(all, i)); i++) {
 		json_object_del(ev, "partition_id");
 		json_object_del(ev, "transaction_id");
 	}
@@ -259,7 +259,7 @@ do_trace_names(struct hctx *h)
 	struct walk w = { 0 };
 	json_t *by = json_object(), *msgs = json_object(), *ev, *v, *row;
 	json_t *list = json_array(), *all;
-	const char *k;
+	void *it;
 	size_t i, j, total;
 
 	if (!by || !msgs || !list || walk(h, &w) != 0) {
@@ -268,7 +268,7 @@ do_trace_names(struct hctx *h)
 		json_decref(list);
 		return by && msgs && list ? 0 : -ENOMEM;
 	}
-	json_array_foreach(w.out, i, ev) {
+	for (i = 0; (ev = json_array_get(w.out, i)); i++) {
 		const char *at = json_string_value(json_object_get(ev,
 		    "created_at"));
 		char mk[QUEEN_NAME_MAX * 2 + 2];
@@ -276,7 +276,7 @@ do_trace_names(struct hctx *h)
 		snprintf(mk, sizeof(mk), "%s:%s",
 		    json_string_value(json_object_get(ev, "partition_id")),
 		    json_string_value(json_object_get(ev, "transaction_id")));
-		json_array_foreach(json_object_get(ev, "trace_names"), j, v) {
+		for (j = 0; (v = json_array_get(json_object_get(ev, "trace_names"), j)); j++) {
 			const char *n = json_string_value(v);
 			json_t *seen;
 
@@ -307,8 +307,9 @@ do_trace_names(struct hctx *h)
 	}
 	json_decref(w.out);
 	json_decref(msgs);
-	json_object_foreach(by, k, row)
-		json_array_append(list, row);
+	for (it = json_object_iter(by); it;
+	    it = json_object_iter_next(by, it))
+		json_array_append(list, json_object_iter_value(it));
 	json_decref(by);
 	all = sorted_by(list, by_name, false);
 	json_decref(list);
