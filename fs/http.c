@@ -27,10 +27,10 @@
 
 /* who answers a request handed to the engine (hreq.state) */
 enum {
-	HR_SUBMITTING,   /* engine_submit runs: its caller answers */
-	HR_SUSPENDING,   /* the caller suspends the connection */
-	HR_SUSPENDED,    /* the reply resumes it */
-	HR_ANSWERED,     /* reply ran before the connection was suspended */
+	HR_SUBMITTING, /* engine_submit runs: its caller answers */
+	HR_SUSPENDING, /* the caller suspends the connection */
+	HR_SUSPENDED,  /* the reply resumes it */
+	HR_ANSWERED,   /* reply ran before the connection was suspended */
 };
 
 struct hreq {
@@ -318,8 +318,8 @@ submit(struct MHD_Connection *c, struct hreq *r, const char *url,
 		MHD_suspend_connection(c);
 		st = HR_SUSPENDING;
 		if (!atomic_compare_exchange_strong(&r->state, &st,
-		    HR_SUSPENDED))
-			MHD_resume_connection(c);   /* answered meanwhile */
+			HR_SUSPENDED))
+			MHD_resume_connection(c); /* answered meanwhile */
 		ret = MHD_YES;
 	}
 	atomic_fetch_sub(&H.inflight, 1);

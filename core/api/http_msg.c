@@ -178,9 +178,10 @@ push_text(struct hctx *h, const struct queen_push_item *items,
 
 		jw_lit(&w, i ? ",{\"index\":" : "{\"index\":");
 		jw_int(&w, (int64_t)i);
-		jw_lit(&w, r->status == QUEEN_PUSH_DUPLICATE ?
-		    ",\"status\":\"duplicate\",\"message_id\":\"" :
-		    ",\"status\":\"queued\",\"message_id\":\"");
+		jw_lit(&w,
+		    r->status == QUEEN_PUSH_DUPLICATE ?
+			",\"status\":\"duplicate\",\"message_id\":\"" :
+			",\"status\":\"queued\",\"message_id\":\"");
 		jw_lit(&w, r->partition_uuid);
 		jw_raw(&w, ":", 1);
 		jw_int(&w, r->offset);
@@ -445,7 +446,7 @@ do_pop(struct hctx *h, const char *queue, const char *partition)
 		if (rc == -EAGAIN || rc == -ENOENT)
 			break;
 		if (rc != 0)
-			break;  /* answer what was taken: those leases stand */
+			break; /* answer what was taken: those leases stand */
 		left -= bs[nb]->n;
 		nb++;
 	}

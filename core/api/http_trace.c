@@ -35,34 +35,42 @@ do_trace_add(struct hctx *h, json_t *b)
 	    opt_string(h, b, "eventType", &type) < 0)
 		return 0;
 	if (!txid || !pid || !data)
-		return refuse(h, 400, "a trace needs transactionId, "
+		return refuse(h, 400,
+		    "a trace needs transactionId, "
 		    "partitionId and data");
-	if (names && !json_is_null(names) && (!json_is_array(names) ||
-	    json_array_size(names) > MAX_NAMES))
-		return refuse(h, 400, "traceNames is an array of at most %d "
-		    "strings", MAX_NAMES);
+	if (names && !json_is_null(names) &&
+	    (!json_is_array(names) || json_array_size(names) > MAX_NAMES))
+		return refuse(h, 400,
+		    "traceNames is an array of at most %d "
+		    "strings",
+		    MAX_NAMES);
 	nl = json_array();
 	for (i = 0; (v = json_array_get(names, i)); i++) {
 		if (!json_is_string(v) || !json_string_length(v)) {
 			json_decref(nl);
-			return refuse(h, 400, "traceNames is an array of at "
-			    "most %d strings", MAX_NAMES);
+			return refuse(h, 400,
+			    "traceNames is an array of at "
+			    "most %d strings",
+			    MAX_NAMES);
 		}
 		json_array_append(nl, v);
 	}
 	uuid_v7(h->q, id);
 	if ((size_t)snprintf(key, sizeof(key), "%s:%s:%s", pid, txid, id) >=
-	    sizeof(key) || !queen_name_valid(key)) {
+		sizeof(key) ||
+	    !queen_name_valid(key)) {
 		json_decref(nl);
-		return refuse(h, 400, "a trace is kept for a partitionId and a "
+		return refuse(h, 400,
+		    "a trace is kept for a partitionId and a "
 		    "transactionId of [A-Za-z0-9._:@=+-], %d bytes at most "
-		    "together", QUEEN_NAME_MAX - QUEEN_ID_LEN - 2);
+		    "together",
+		    QUEEN_NAME_MAX - QUEEN_ID_LEN - 2);
 	}
 	queen_time_format(queen_now(h->q), t, sizeof(t));
 	ev = json_pack("{s:s, s:s, s:O, s:s, s:s, s:o, s:s, s:s}", "id", id,
-	    "event_type", type ? type : "info", "data", data,
-	    "consumer_group", group ? group : QUEUE_MODE, "created_at", t,
-	    "trace_names", nl, "partition_id", pid, "transaction_id", txid);
+	    "event_type", type ? type : "info", "data", data, "consumer_group",
+	    group ? group : QUEUE_MODE, "created_at", t, "trace_names", nl,
+	    "partition_id", pid, "transaction_id", txid);
 	text = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
 	json_decref(ev);
 	if (!text)
@@ -72,15 +80,15 @@ do_trace_add(struct hctx *h, json_t *b)
 	free(text);
 	if (rc != 0)
 		return refuse_rc(h, rc);
-	answer_json(h, 201, json_pack("{s:b, s:s}", "success", 1, "traceId",
-	    id));
+	answer_json(h, 201,
+	    json_pack("{s:b, s:s}", "success", 1, "traceId", id));
 	return 0;
 }
 
 struct walk {
-	const char *prefix;     /* by message: "<pid>:<txid>:" */
-	const char *name;       /* by name */
-	json_t *out;            /* the matching events, or the names */
+	const char *prefix; /* by message: "<pid>:<txid>:" */
+	const char *name;   /* by name */
+	json_t *out;        /* the matching events, or the names */
 };
 
 static bool
@@ -89,7 +97,8 @@ has_name(json_t *ev, const char *name)
 	json_t *v;
 	size_t i;
 
-	for (i = 0; (v = json_array_get(json_object_get(ev, "trace_names"), i)); i++)
+	for (i = 0; (v = json_array_get(json_object_get(ev, "trace_names"), i));
+	     i++)
 		if (!strcmp(json_string_value(v), name))
 			return true;
 	return false;
@@ -103,13 +112,14 @@ walk_one(void *arg, const char *key, const struct queen_kv_value *kv)
 	json_t *ev;
 
 	/* the id after the prefix has no ':', a longer transactionId does */
-	if (w->prefix && (strncmp(key, w->prefix, strlen(w->prefix)) ||
-	    strchr(key + strlen(w->prefix), ':')))
+	if (w->prefix &&
+	    (strncmp(key, w->prefix, strlen(w->prefix)) ||
+		strchr(key + strlen(w->prefix), ':')))
 		return 0;
 	ev = json_loadb(kv->data, kv->len, 0, &e);
 	if (!json_is_object(ev)) {
 		json_decref(ev);
-		return 0;       /* not one of ours: someone wrote the key */
+		return 0; /* not one of ours: someone wrote the key */
 	}
 	if (w->name && !has_name(ev, w->name)) {
 		json_decref(ev);
@@ -123,10 +133,8 @@ walk_one(void *arg, const char *key, const struct queen_kv_value *kv)
 static int
 by_id_desc(const void *a, const void *b)
 {
-	const char *x = json_string_value(json_object_get(*(json_t **)a,
-	    "id"));
-	const char *y = json_string_value(json_object_get(*(json_t **)b,
-	    "id"));
+	const char *x = json_string_value(json_object_get(*(json_t **)a, "id"));
+	const char *y = json_string_value(json_object_get(*(json_t **)b, "id"));
 
 	return strcmp(y ? y : "", x ? x : "");
 }
@@ -134,10 +142,10 @@ by_id_desc(const void *a, const void *b)
 static int
 by_name(const void *a, const void *b)
 {
-	const char *x = json_string_value(json_object_get(*(json_t **)a,
-	    "trace_name"));
-	const char *y = json_string_value(json_object_get(*(json_t **)b,
-	    "trace_name"));
+	const char *x = json_string_value(
+	    json_object_get(*(json_t **)a, "trace_name"));
+	const char *y = json_string_value(
+	    json_object_get(*(json_t **)b, "trace_name"));
 
 	return strcmp(x ? x : "", y ? y : "");
 }
@@ -171,8 +179,8 @@ page(json_t *arr, int64_t limit, int64_t offset)
 {
 	json_t *out = json_array();
 
-	for (int64_t i = offset; i < offset + limit &&
-	    i < (int64_t)json_array_size(arr); i++)
+	for (int64_t i = offset;
+	     i < offset + limit && i < (int64_t)json_array_size(arr); i++)
 		json_array_append(out, json_array_get(arr, (size_t)i));
 	return out;
 }
@@ -243,9 +251,10 @@ do_trace_by_name(struct hctx *h, const char *name)
 	if (!all)
 		return -ENOMEM;
 	total = json_array_size(all);
-	answer_json(h, 200, json_pack("{s:o, s:I, s:o}", "traces",
-	    page(all, limit, offset), "total", (json_int_t)total,
-	    "pagination", pagination(limit, offset, total)));
+	answer_json(h, 200,
+	    json_pack("{s:o, s:I, s:o}", "traces", page(all, limit, offset),
+		"total", (json_int_t)total, "pagination",
+		pagination(limit, offset, total)));
 	json_decref(all);
 	return 0;
 }
@@ -269,14 +278,17 @@ do_trace_names(struct hctx *h)
 		return by && msgs && list ? 0 : -ENOMEM;
 	}
 	for (i = 0; (ev = json_array_get(w.out, i)); i++) {
-		const char *at = json_string_value(json_object_get(ev,
-		    "created_at"));
+		const char *at = json_string_value(
+		    json_object_get(ev, "created_at"));
 		char mk[QUEEN_NAME_MAX * 2 + 2];
 
 		snprintf(mk, sizeof(mk), "%s:%s",
 		    json_string_value(json_object_get(ev, "partition_id")),
 		    json_string_value(json_object_get(ev, "transaction_id")));
-		for (j = 0; (v = json_array_get(json_object_get(ev, "trace_names"), j)); j++) {
+		for (j = 0;
+		     (v = json_array_get(json_object_get(ev, "trace_names"),
+			  j));
+		     j++) {
 			const char *n = json_string_value(v);
 			json_t *seen;
 
@@ -288,27 +300,30 @@ do_trace_names(struct hctx *h)
 				json_object_set_new(by, n, row);
 				json_object_set_new(msgs, n, json_object());
 			}
-			json_object_set_new(row, "trace_count", json_integer(
-			    json_integer_value(json_object_get(row,
-			    "trace_count")) + 1));
+			json_object_set_new(row, "trace_count",
+			    json_integer(json_integer_value(json_object_get(row,
+					     "trace_count")) +
+				1));
 			seen = json_object_get(msgs, n);
 			if (!json_object_get(seen, mk)) {
 				json_object_set_new(seen, mk, json_true());
 				json_object_set_new(row, "message_count",
-				    json_integer(json_integer_value(
-				    json_object_get(row, "message_count")) +
-				    1));
+				    json_integer(
+					json_integer_value(json_object_get(row,
+					    "message_count")) +
+					1));
 			}
-			if (at && strcmp(at, json_string_value(
-			    json_object_get(row, "last_seen"))) > 0)
+			if (at &&
+			    strcmp(at,
+				json_string_value(
+				    json_object_get(row, "last_seen"))) > 0)
 				json_object_set_new(row, "last_seen",
 				    json_string(at));
 		}
 	}
 	json_decref(w.out);
 	json_decref(msgs);
-	for (it = json_object_iter(by); it;
-	    it = json_object_iter_next(by, it))
+	for (it = json_object_iter(by); it; it = json_object_iter_next(by, it))
 		json_array_append(list, json_object_iter_value(it));
 	json_decref(by);
 	all = sorted_by(list, by_name, false);
@@ -316,9 +331,10 @@ do_trace_names(struct hctx *h)
 	if (!(list = all))
 		return -ENOMEM;
 	total = json_array_size(list);
-	answer_json(h, 200, json_pack("{s:o, s:I, s:o}", "trace_names",
-	    page(list, limit, offset), "total", (json_int_t)total,
-	    "pagination", pagination(limit, offset, total)));
+	answer_json(h, 200,
+	    json_pack("{s:o, s:I, s:o}", "trace_names",
+		page(list, limit, offset), "total", (json_int_t)total,
+		"pagination", pagination(limit, offset, total)));
 	json_decref(list);
 	return 0;
 }

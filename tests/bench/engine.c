@@ -54,8 +54,8 @@ static double cpu0;
 static void
 report(const char *name, long n, double secs)
 {
-	printf("%-28s %10.0f msg/s  (%ld in %.2f s)  cpu %.1f us/msg\n",
-	    name, n / secs, n, secs, n ? (cpu_us() - cpu0) / n : 0.0);
+	printf("%-28s %10.0f msg/s  (%ld in %.2f s)  cpu %.1f us/msg\n", name,
+	    n / secs, n, secs, n ? (cpu_us() - cpu0) / n : 0.0);
 	fflush(stdout);
 	cpu0 = cpu_us();
 }
@@ -97,8 +97,7 @@ bench_push1(const char *dir, enum queen_sync sync, const char *label,
  * the engine's own work in the HTTP push figures.
  */
 static void
-bench_push1_grouped(const char *dir, int group, const char *label,
-    double dur)
+bench_push1_grouped(const char *dir, int group, const char *label, double dur)
 {
 	struct queen *q = open_store(dir, label, QUEEN_SYNC_FULL);
 	struct queen_push_item it = { 0 };
