@@ -198,8 +198,8 @@ test_partitions(void)
 {
 	struct fix f;
 	struct queen *q = fix_open(&f, "http-parts");
-	struct queen_http_arg a[3] = { { "batch", "5" },
-		{ "partitions", "3" }, { "wait", "false" } };
+	struct queen_http_arg a[3] = { { "batch", "5" }, { "partitions", "3" },
+		{ "wait", "false" } };
 	const char *parts[] = { "p1", "p2", "p3" };
 	json_t *ms, *m;
 	struct res r;
@@ -254,7 +254,8 @@ test_traces(void)
 
 	r = call(q, "POST", "/api/v1/traces", NULL, 0,
 	    "{\"transactionId\":\"t1\",\"partitionId\":\"p-1\","
-	    "\"traceNames\":[\"n\"],\"data\":{\"a\":1}}", NULL);
+	    "\"traceNames\":[\"n\"],\"data\":{\"a\":1}}",
+	    NULL);
 	is_int(r.status, 201, "a trace: 201");
 	ok(*str(r.js, "traceId"), "with its id");
 	json_decref(r.js);
@@ -266,8 +267,9 @@ test_traces(void)
 	t = json_array_get(json_object_get(r.js, "traces"), 0);
 	is_int((int)json_array_size(json_object_get(r.js, "traces")), 1,
 	    "read back by message");
-	is_int(json_integer_value(json_object_get(json_object_get(t, "data"),
-	    "a")), 1, "its data");
+	is_int(json_integer_value(
+		   json_object_get(json_object_get(t, "data"), "a")),
+	    1, "its data");
 	is_str(str(t, "event_type"), "info", "info by default");
 	json_decref(r.js);
 	r = call(q, "GET", "/api/v1/traces/names", NULL, 0, NULL, NULL);
