@@ -25,8 +25,17 @@
 #define MAX_TOKENS 64
 #define WATCH_MS 200
 
+/* who answers a request handed to the engine (hreq.state) */
+enum {
+	HR_SUBMITTING, /* engine_submit runs: its caller answers */
+	HR_SUSPENDING, /* the caller suspends the connection */
+	HR_SUSPENDED,  /* the reply resumes it */
+	HR_ANSWERED,   /* reply ran before the connection was suspended */
+};
+
 struct hreq {
 	struct job *job;         /* in flight, or NULL */
+	atomic_int state;
 	struct MHD_Connection *conn;
 	char *body;
 	size_t len, cap;
@@ -191,9 +200,19 @@ http_reply(struct job *j)
 {
 	struct hreq *r = ((struct http_job *)j)->r;
 
+	int st = HR_SUBMITTING;
+
 	watch_drop(r);      /* watched is the watcher's, under H.mu */
 	r->rc = j->rc;
 	r->done = true;
+	/* answered on the submitter's own thread, or before it suspended:
+	 * the submitter answers; else the connection waits to be resumed */
+	if (atomic_compare_exchange_strong(&r->state, &st, HR_ANSWERED))
+		return;
+	st = HR_SUSPENDING;
+	if (atomic_compare_exchange_strong(&r->state, &st, HR_ANSWERED))
+		return;
+	atomic_store(&r->state, HR_ANSWERED);
 	MHD_resume_connection(r->conn);
 }
 
@@ -247,6 +266,8 @@ one_arg(void *cls, enum MHD_ValueKind kind, const char *key,
 	return MHD_YES;
 }
 
+static enum MHD_Result finish_req(struct MHD_Connection *c, struct hreq *r);
+
 /* The request's last call: hand it to the engine. */
 static enum MHD_Result
 submit(struct MHD_Connection *c, struct hreq *r, const char *url,
@@ -254,6 +275,8 @@ submit(struct MHD_Connection *c, struct hreq *r, const char *url,
 {
 	const union MHD_ConnectionInfo *ci;
 	struct http_job *hj;
+	enum MHD_Result ret;
+	int st;
 
 	snprintf(r->method, sizeof(r->method), "%s", method);
 	if (strlen(url) >= sizeof(r->path))
@@ -282,12 +305,25 @@ submit(struct MHD_Connection *c, struct hreq *r, const char *url,
 	 * (a pop takes a lease: lazy, as through the mount) */
 	hj->j.write = strcmp(method, "GET") != 0 || strstr(url, "/pop/");
 	hj->j.lazy = strcmp(method, "GET") == 0;
+	/* answered at once when this thread ran it and it needs no sync:
+	 * no suspend and resume, no wake-up of this thread by another */
 	r->job = &hj->j;
 	r->started = true;
-	MHD_suspend_connection(c);
+	atomic_store(&r->state, HR_SUBMITTING);
 	engine_submit(&hj->j);
+	st = HR_SUBMITTING;
+	if (!atomic_compare_exchange_strong(&r->state, &st, HR_SUSPENDING)) {
+		ret = finish_req(c, r);
+	} else {
+		MHD_suspend_connection(c);
+		st = HR_SUSPENDING;
+		if (!atomic_compare_exchange_strong(&r->state, &st,
+			HR_SUSPENDED))
+			MHD_resume_connection(c); /* answered meanwhile */
+		ret = MHD_YES;
+	}
 	atomic_fetch_sub(&H.inflight, 1);
-	return MHD_YES;
+	return ret;
 }
 
 static enum MHD_Result

@@ -7,7 +7,8 @@
 # HTTP, seed 000's ack honesty and seed 002's rollbacks over HTTP, and
 # malformed HTTP answered 4xx with nothing written; the USEFUL status
 # routes and the message browser (a message read back byte for byte,
-# its DELETE refused and the message kept).
+# its DELETE refused and the message kept); pops over several
+# partitions; traces recorded and read back.
 . "$(dirname "$0")/lib.sh"
 test_have_prereq PYTHON || skip_all "no python3"
 command -v curl >/dev/null 2>&1 || skip_all "no curl"
@@ -270,6 +271,108 @@ eq("queued", push([{"queue": "delq", "payload": 9, "transactionId": "dd1"}])[0][
    "an old transactionId is queued again after delete and re-create")
 EOF
 	ls "$MNT/queues/delq/groups" >actual && test_line_count = 0 actual
+'
+
+test_expect_success 'pop partitions=N: up to N partitions, batch a global cap, each acked under its lease' '
+	python3 <<\EOF
+from http_base import *
+items = []
+for p in ("a", "b", "c"):
+    for k in range(3):
+        items.append({"queue": "mp", "partition": p, "payload": {"p": p, "k": k},
+                      "transactionId": "%s%d" % (p, k)})
+push(items)
+st, js = pop("mp", batch=7, partitions=2)
+eq(200, st, "status")
+eq(2, js["partitionsClaimed"], "two partitions claimed")
+ms = js["messages"]
+eq(6, len(ms), "three of each: the batch cap is not reached")
+parts = [m["partition"] for m in ms]
+check(parts[:3] == [parts[0]] * 3 and parts[3:] == [parts[3]] * 3 and parts[0] != parts[3],
+      "each partition contiguous: %r" % parts)
+eq(["%s%d" % (parts[0], k) for k in range(3)] + ["%s%d" % (parts[3], k) for k in range(3)],
+   [m["transactionId"] for m in ms], "each in partition order")
+leases = {m["partition"]: m["leaseId"] for m in ms}
+eq(2, len(set(leases.values())), "one lease per partition")
+eq(js["leaseId"], ms[0]["leaseId"], "the top-level lease is the first partition")
+st, js2 = pop("mp", batch=7, partitions=3)
+eq(200, st, "the third partition is still free")
+eq(1, js2["partitionsClaimed"], "only it")
+eq(3, len(js2["messages"]), "its three")
+check(js2["messages"][0]["partition"] not in leases, "not a leased one")
+eq(204, pop("mp", partitions=3)[0], "all three leased now")
+st, res, _ = call("POST", "/api/v1/ack/batch", {"acknowledgments": [
+    {"transactionId": m["transactionId"], "partitionId": m["partitionId"],
+     "status": "completed", "leaseId": m["leaseId"]} for m in ms]})
+eq(200, st, "batch ack")
+eq([True] * 6, [r["success"] for r in res], "every message acked under its own lease")
+eq(204, pop("mp", batch=2, partitions=3)[0], "two partitions acked empty, the third leased")
+m = js2["messages"][2]
+call("POST", "/api/v1/ack", {"transactionId": m["transactionId"],
+     "partitionId": m["partitionId"], "status": "completed", "leaseId": m["leaseId"]})
+push([{"queue": "mp", "partition": p, "payload": 1, "transactionId": p + "9"} for p in "abc"])
+st, js4 = pop("mp", batch=2, partitions=3)
+eq(2, len(js4["messages"]), "batch=2 caps the total over the partitions")
+eq(2, js4["partitionsClaimed"], "one message from each of two partitions")
+st, js5 = pop("mp", partition="a", batch=5, partitions=3)
+check(st == 204 or js5["partitionsClaimed"] == 1, "the long form claims one partition at most")
+EOF
+'
+
+test_expect_success 'traces: recorded on a message, read by message, by name and as names' '
+	python3 <<\EOF &&
+from http_base import *
+r = push([{"queue": "trq", "payload": 1, "transactionId": "tr1"},
+          {"queue": "trq", "payload": 2, "transactionId": "tr1:x"}])
+pid = r[0]["partition_id"]
+ids = []
+for body in ({"transactionId": "tr1", "partitionId": pid, "consumerGroup": "g1",
+              "traceNames": ["order-7", "tenant-a"], "eventType": "step", "data": {"n": 1}},
+             {"transactionId": "tr1", "partitionId": pid, "traceNames": ["order-7"],
+              "data": {"n": 2}},
+             {"transactionId": "tr1:x", "partitionId": pid, "traceNames": None,
+              "data": {"n": 3}, "unknownField": 1}):
+    st, js, _ = call("POST", "/api/v1/traces", body)
+    eq(201, st, "recorded"); eq(True, js["success"], "success"); ids.append(js["traceId"])
+st, js, _ = call("GET", "/api/v1/traces/%s/tr1" % pid)
+eq(200, st, "by message")
+t = js["traces"]
+eq(2, len(t), "the two of tr1, not tr1:x")
+eq(ids[:2], [x["id"] for x in t], "oldest first")
+eq("step", t[0]["event_type"], "event_type"); eq({"n": 1}, t[0]["data"], "data")
+eq("g1", t[0]["consumer_group"], "consumer_group")
+eq("__QUEUE_MODE__", t[1]["consumer_group"], "queue mode by default")
+eq("info", t[1]["event_type"], "info by default")
+eq(["order-7", "tenant-a"], t[0]["trace_names"], "trace_names")
+check(t[0]["created_at"].endswith("Z"), "created_at ISO-8601")
+st, js, _ = call("GET", "/api/v1/traces/%s/tr1:x" % pid)
+eq([ids[2]], [x["id"] for x in js["traces"]], "tr1:x has its own")
+st, js, _ = call("GET", "/api/v1/traces/by-name/order-7?limit=1")
+eq(200, st, "by name"); eq(2, js["total"], "two carry order-7")
+eq([ids[1]], [x["id"] for x in js["traces"]], "newest first, limit 1")
+eq({"limit": 1, "offset": 0, "total": 2}, js["pagination"], "pagination")
+st, js, _ = call("GET", "/api/v1/traces/by-name/order-7?limit=5&offset=1")
+eq([ids[0]], [x["id"] for x in js["traces"]], "offset 1")
+st, js, _ = call("GET", "/api/v1/traces/names")
+eq(200, st, "names"); eq(2, js["total"], "two names")
+n = {x["trace_name"]: x for x in js["trace_names"]}
+eq(["order-7", "tenant-a"], [x["trace_name"] for x in js["trace_names"]], "by name")
+eq(2, n["order-7"]["trace_count"], "order-7 traces"); eq(1, n["order-7"]["message_count"], "on one message")
+eq(1, n["tenant-a"]["trace_count"], "tenant-a")
+st, js, _ = call("GET", "/api/v1/traces/%s/nosuch" % pid)
+eq(200, st, "an unknown message"); eq([], js["traces"], "has none")
+for bad in ({"partitionId": pid, "data": {}}, {"transactionId": "tr1", "data": {}},
+            {"transactionId": "tr1", "partitionId": pid},
+            {"transactionId": "a/b", "partitionId": pid, "data": {}},
+            {"transactionId": "tr1", "partitionId": pid, "data": {}, "traceNames": "x"},
+            {"transactionId": 5, "partitionId": pid, "data": {}}):
+    st, js, _ = call("POST", "/api/v1/traces", bad)
+    eq(400, st, "refused: %r" % (bad,)); check(isinstance(js.get("error"), str), "an error text")
+st, js, _ = call("GET", "/api/v1/traces/names")
+eq(2, js["total"], "the refusals stored nothing")
+EOF
+	ls "$MNT/kv/queen.traces" >actual &&
+	test_line_count = 3 actual
 '
 
 test_expect_success 'long poll: woken by a push through a file' '

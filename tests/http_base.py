@@ -14,8 +14,8 @@ def eq(want, got, what):
     check(want == got, "%s: want %r, got %r" % (what, want, got))
 
 class Client:
-    def __init__(self, timeout=30, token=None):
-        host, port = QHTTP.rsplit(":", 1)
+    def __init__(self, timeout=30, token=None, addr=None):
+        host, port = (addr or QHTTP).rsplit(":", 1)
         self.c = http.client.HTTPConnection(host, int(port), timeout=timeout)
         self.token = token
 

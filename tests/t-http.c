@@ -3,7 +3,8 @@
  * no sockets: routing and status codes (201, 204, 400, 404, 409, 413),
  * the push and pop shapes, the Default partition, a long poll's -EAGAIN
  * and what it asks to watch, group start, queue purge with its dedup
- * state, and the DLQ listing.  Answers are parsed with jansson.
+ * state, the DLQ listing, a pop over several partitions and traces.
+ * Answers are parsed with jansson.
  */
 #include <errno.h>
 #include <jansson.h>
@@ -191,6 +192,100 @@ test_too_large(void)
 	fix_close(&f);
 }
 
+/* partitions=N: several partitions in one answer, a lease each */
+static void
+test_partitions(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "http-parts");
+	struct queen_http_arg a[3] = { { "batch", "5" }, { "partitions", "3" },
+		{ "wait", "false" } };
+	const char *parts[] = { "p1", "p2", "p3" };
+	json_t *ms, *m;
+	struct res r;
+	char txid[8];
+	size_t i;
+
+	for (i = 0; i < 3; i++) {
+		for (int k = 0; k < 2; k++) {
+			snprintf(txid, sizeof(txid), "%s-%d", parts[i], k);
+			push1(q, "mq", parts[i], txid, "1");
+		}
+	}
+	r = call(q, "GET", "/api/v1/pop/queue/mq", a, 3, NULL, NULL);
+	is_int(r.status, 200, "a pop over three partitions");
+	is_int(json_integer_value(json_object_get(r.js, "partitionsClaimed")),
+	    3, "claims three");
+	ms = json_object_get(r.js, "messages");
+	is_int((int)json_array_size(ms), 5, "batch caps the total at 5");
+	for (i = 0; i + 1 < json_array_size(ms); i++) {
+		json_t *n = json_array_get(ms, i + 1);
+		bool same = !strcmp(str(m = json_array_get(ms, i), "partition"),
+		    str(n, "partition"));
+
+		ok(same == !strcmp(str(m, "leaseId"), str(n, "leaseId")),
+		    "message %zu: one lease a partition", i);
+	}
+	json_decref(r.js);
+	r = call(q, "GET", "/api/v1/pop/queue/mq", a, 3, NULL, NULL);
+	is_int(r.status, 204, "every partition is leased now");
+	json_decref(r.js);
+	fix_close(&f);
+}
+
+static int
+count_key(void *arg, const char *key, const struct queen_kv_value *v)
+{
+	(void)key;
+	(void)v;
+	(*(int *)arg)++;
+	return 0;
+}
+
+/* traces in the KV namespace queen.traces */
+static void
+test_traces(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "http-traces");
+	struct res r;
+	json_t *t;
+	int n;
+
+	r = call(q, "POST", "/api/v1/traces", NULL, 0,
+	    "{\"transactionId\":\"t1\",\"partitionId\":\"p-1\","
+	    "\"traceNames\":[\"n\"],\"data\":{\"a\":1}}",
+	    NULL);
+	is_int(r.status, 201, "a trace: 201");
+	ok(*str(r.js, "traceId"), "with its id");
+	json_decref(r.js);
+	r = call(q, "POST", "/api/v1/traces", NULL, 0,
+	    "{\"transactionId\":\"t1\",\"partitionId\":\"p-1\"}", NULL);
+	is_int(r.status, 400, "without data: 400");
+	json_decref(r.js);
+	r = call(q, "GET", "/api/v1/traces/p-1/t1", NULL, 0, NULL, NULL);
+	t = json_array_get(json_object_get(r.js, "traces"), 0);
+	is_int((int)json_array_size(json_object_get(r.js, "traces")), 1,
+	    "read back by message");
+	is_int(json_integer_value(
+		   json_object_get(json_object_get(t, "data"), "a")),
+	    1, "its data");
+	is_str(str(t, "event_type"), "info", "info by default");
+	json_decref(r.js);
+	r = call(q, "GET", "/api/v1/traces/names", NULL, 0, NULL, NULL);
+	is_int(json_integer_value(json_object_get(r.js, "total")), 1,
+	    "one name");
+	json_decref(r.js);
+	r = call(q, "GET", "/api/v1/traces/by-name/n", NULL, 0, NULL, NULL);
+	is_int(json_integer_value(json_object_get(r.js, "total")), 1,
+	    "one trace by that name");
+	json_decref(r.js);
+	n = 0;
+	ok(queen_kv_list(q, "queen.traces", count_key, &n) == 0 && n == 1,
+	    "one key in the KV namespace queen.traces");
+	fix_close(&f);
+}
+
 int
 main(void)
 {
@@ -199,5 +294,7 @@ main(void)
 	test_wait();
 	test_purge_and_dlq();
 	test_too_large();
+	test_partitions();
+	test_traces();
 	return done_testing();
 }

@@ -240,6 +240,12 @@ route(struct hctx *h)
 	if (is(h, "GET", 3, "messages", "*", "*") ||
 	    is(h, "DELETE", 3, "messages", "*", "*"))
 		return do_message(h, h->seg[1], h->seg[2]);
+	if (is(h, "GET", 2, "traces", "names"))
+		return do_trace_names(h);
+	if (is(h, "GET", 3, "traces", "by-name", "*"))
+		return do_trace_by_name(h, h->seg[2]);
+	if (is(h, "GET", 3, "traces", "*", "*"))
+		return do_trace_message(h, h->seg[1], h->seg[2]);
 	if (is(h, "GET", 2, "system", "maintenance"))
 		return do_maintenance(h, NULL, false);
 	if (is(h, "GET", 3, "system", "maintenance", "pop"))
@@ -267,6 +273,8 @@ route(struct hctx *h)
 		rc = do_ack(h, b, false);
 	else if (is(h, "POST", 2, "ack", "batch"))
 		rc = do_ack(h, b, true);
+	else if (is(h, "POST", 1, "traces"))
+		rc = do_trace_add(h, b);
 	else if (is(h, "POST", 1, "transaction"))
 		rc = do_transaction(h, b);
 	else if (is(h, "POST", 3, "lease", "*", "extend"))

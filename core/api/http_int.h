@@ -1,7 +1,8 @@
 /*
  * http_int.h - private to the HTTP routes' files (api_http.c, http_msg.c,
- * http_admin.c, http_status.c): the state of one request, the helpers api_http.c keeps
- * for all routes, and the routes its router calls.
+ * http_admin.c, http_status.c, http_trace.c): the state of one request,
+ * the helpers api_http.c keeps for all routes, and the routes its router
+ * calls.
  */
 #ifndef HTTP_INT_H
 #define HTTP_INT_H
@@ -16,6 +17,8 @@
 
 #define QUEUE_MODE "__QUEUE_MODE__"
 #define HTTP_DEFAULT "Default"
+/* the most partitions one pop claims (partitions=N) */
+#define HTTP_POP_MAX_PARTITIONS 64
 
 struct hctx {
 	struct queen *q;
@@ -73,5 +76,11 @@ int do_status_queues(struct hctx *h);
 int do_status_queue(struct hctx *h, const char *queue);
 int do_messages(struct hctx *h);
 int do_message(struct hctx *h, const char *partition_id, const char *txid);
+
+/* http_trace.c */
+int do_trace_add(struct hctx *h, json_t *b);
+int do_trace_message(struct hctx *h, const char *pid, const char *txid);
+int do_trace_by_name(struct hctx *h, const char *name);
+int do_trace_names(struct hctx *h);
 
 #endif
