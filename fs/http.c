@@ -190,9 +190,14 @@ http_run(struct job *j, struct queen *q)
 	j->rc = rc;
 	if (r->ans.wrote && !j->notify)
 		j->notify = strdup("");
+	/* a refusal says why in the log as at the mount (not a 404: an
+	 * unknown route or name is no mistake of the store's) */
 	if (r->ans.status >= 500)
 		fs_log("http: %s %.200s: %d %.200s", r->method, r->path,
 		    r->ans.status, r->ans.body ? r->ans.body : "");
+	else if (r->ans.status >= 400 && r->ans.status != 404)
+		fs_logl(FSL_INFO, "http: %s %.200s: %d %.200s", r->method,
+		    r->path, r->ans.status, r->ans.body ? r->ans.body : "");
 }
 
 static void

@@ -104,7 +104,9 @@ for items in ([{"queue": "bq", "payload": 1}, {"queue": 7, "payload": 2}],
     eq(400, st, "status for %r" % (items,))
     check(js.get("error"), "error")
 EOF
-	test_path_is_missing "$MNT/queues/bq"
+	test_path_is_missing "$MNT/queues/bq" &&
+	grep "http: POST /api/v1/push: 400 " "$DAEMON_LOG" >refusals &&
+	test_line_count = 4 refusals
 '
 
 test_expect_success 'pop: 204 with no body when empty, unknown queue too; 200 shape otherwise' '
