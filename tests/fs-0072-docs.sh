@@ -3,7 +3,7 @@
 # a queue and of a group) is in docs/config.md with the default it shows,
 # and the tables list no key the mount does not; the README's first queue
 # runs as written on a fresh mount; the man page renders without warnings;
-# the README stays a front door (at most 260 lines); `queenfs --help` names
+# the README stays a front door (at most 250 lines); `queenfs --help` names
 # the PostgreSQL store, the logs and the config keys; `make install
 # DESTDIR=...` installs the daemon, the man page and the unit (and the
 # mount helper's link for another PREFIX).
@@ -82,9 +82,9 @@ test_expect_success "the README's first queue runs as written" '
 	grep -qx "messages = 1" "$MNT/queues/orders/stats"
 '
 
-test_expect_success 'README.md is a front door: at most 260 lines' '
+test_expect_success 'README.md is a front door: at most 250 lines' '
 	wc -l <"$ROOT/README.md" >n &&
-	test "$(cat n)" -le 260
+	test "$(cat n)" -le 250
 '
 
 test_expect_success MAN 'man -l renders docs/queenfs.8 without warnings' '
