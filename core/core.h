@@ -298,6 +298,8 @@ struct store_ops {
 	void (*hashes)(struct store *st, struct queen_hash_stats *out);
 	void (*checkpoints)(struct store *st, uint64_t *beside,
 	    uint64_t *in_writer);
+	/* optional: how many times the store waited for its server */
+	uint64_t (*round_trips)(struct store *st);
 };
 
 #define FRESH_SLOTS 1024

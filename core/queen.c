@@ -345,6 +345,12 @@ queen_hash_stats(struct queen *q, struct queen_hash_stats *out)
 }
 
 uint64_t
+queen_round_trips(struct queen *q)
+{
+	return q->ops->round_trips ? q->ops->round_trips(q->st) : 0;
+}
+
+uint64_t
 queen_sync_ticket(struct queen *q)
 {
 	return q->ticket;

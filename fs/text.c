@@ -223,7 +223,7 @@ text_sys_stats(struct queen *q, const struct cred *who, char **out,
 	    "hash_filter_builds = %llu\nhash_filter_building = %d\n"
 	    "page_cache_kib = %llu\nrow_cache_hits = %llu\n"
 	    "row_cache_misses = %llu\nnodes = %zu\nlookups = %llu\n"
-	    "dlq_rows_read = %llu\n",
+	    "dlq_rows_read = %llu\npg_round_trips = %llu\n",
 	    (unsigned long long)c.pushes, (unsigned long long)c.acks,
 	    (unsigned long long)c.pops, (unsigned long long)c.commits,
 	    (unsigned long long)c.commit_failures,
@@ -237,7 +237,8 @@ text_sys_stats(struct queen *q, const struct cred *who, char **out,
 	    (unsigned long long)hs.row_hits,
 	    (unsigned long long)hs.row_misses, nodes,
 	    (unsigned long long)atomic_load(&fs_lookups),
-	    (unsigned long long)queen_dlq_rows_read(q));
+	    (unsigned long long)queen_dlq_rows_read(q),
+	    (unsigned long long)queen_round_trips(q));
 	return close_text(f, out, len, rc < 0 ? rc : 0);
 }
 
@@ -415,6 +416,9 @@ text_metrics(struct queen *q, const struct cred *who, char **out,
 	counter(f, "queenfs_lookups_total", "counter",
 	    "Names the kernel asked the mount for (LOOKUP requests).",
 	    atomic_load(&fs_lookups));
+	counter(f, "queenfs_pg_round_trips_total", "counter",
+	    "Times the daemon waited for its PostgreSQL server (0 on SQLite).",
+	    queen_round_trips(q));
 	return close_text(f, out, len, rc < 0 ? rc : 0);
 }
 

@@ -415,6 +415,7 @@ simple(struct store *s, const char *text)
 	PGresult *r = PQexec(s->c, text);
 	int rc = 0;
 
+	s->round_trips++;
 	if (PQresultStatus(r) != PGRES_COMMAND_OK &&
 	    PQresultStatus(r) != PGRES_TUPLES_OK)
 		rc = fail(s, r);
@@ -537,6 +538,7 @@ exec(struct store *s, enum stmt id, const struct args *a, int *rc)
 		return NULL;
 	if (!s->prepared[id]) {
 		r = PQprepare(s->c, sql[id].name, sql[id].sql, 0, NULL);
+		s->round_trips++;
 		if (PQresultStatus(r) != PGRES_COMMAND_OK) {
 			*rc = fail(s, r);
 			PQclear(r);
@@ -547,6 +549,7 @@ exec(struct store *s, enum stmt id, const struct args *a, int *rc)
 	}
 	r = PQexecPrepared(s->c, sql[id].name, a ? a->n : 0,
 	    a ? a->v : NULL, a ? a->len : NULL, a ? a->fmt : NULL, 1);
+	s->round_trips++;
 	st = PQresultStatus(r);
 	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
 		*rc = fail(s, r);
@@ -692,6 +695,7 @@ pg_commit(struct store *s)
 	PGresult *r = PQexec(s->c, "COMMIT");
 	int rc = 0;
 
+	s->round_trips++;
 	if (PQresultStatus(r) != PGRES_COMMAND_OK) {
 		rc = fail(s, r);
 	} else if (strcmp(PQcmdStatus(r), "ROLLBACK") == 0) {
@@ -712,6 +716,7 @@ pg_rollback(struct store *s)
 	if (PQtransactionStatus(s->c) != PQTRANS_IDLE &&
 	    PQstatus(s->c) == CONNECTION_OK)
 		PQclear(PQexec(s->c, "ROLLBACK"));
+	s->round_trips++;
 	tx_reset(s, false);
 }
 
@@ -739,6 +744,7 @@ pg_rollback_to(struct store *s)
 		s->sp--;
 	PQclear(PQexec(s->c, "ROLLBACK TO op"));
 	PQclear(PQexec(s->c, "RELEASE op"));
+	s->round_trips += 2;
 }
 
 
@@ -789,6 +795,12 @@ pg_events(struct store *s, queen_name_cb cb, void *arg)
 		PQfreemem(n);
 	}
 	return rc;
+}
+
+static uint64_t
+pg_round_trips(struct store *s)
+{
+	return s->round_trips;
 }
 
 static const struct store_ops pg_ops = {
@@ -861,6 +873,7 @@ static const struct store_ops pg_ops = {
 	.notify = pg_notify,
 	.event_fd = pg_event_fd,
 	.events = pg_events,
+	.round_trips = pg_round_trips,
 };
 
 int

@@ -69,6 +69,7 @@ struct store {
 	int64_t adopted;
 	int64_t *seen;
 	size_t nseen, capseen;
+	uint64_t round_trips;   /* waits for the server since open */
 	char err[256];
 };
 #define MAXP 24
