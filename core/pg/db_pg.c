@@ -36,6 +36,9 @@
 	"ORDER BY next_at, partition_id LIMIT " QUEEN_STR(CURSOR_READY_PAGE)
 #define TIMER_COLS "key, part_name, due_at, created_at, payload"
 #define LOCK " FOR UPDATE"
+#define BEGIN_RC begin_rc
+
+static const char begin_rc[] = "BEGIN ISOLATION LEVEL READ COMMITTED";
 
 struct stmt_def {
 	const char *name;
@@ -400,6 +403,12 @@ fail(struct store *s, const PGresult *r)
 	return pg_errno(state);
 }
 
+int
+pg_fail(struct store *s, const PGresult *r)
+{
+	return fail(s, r);
+}
+
 /* ---- the connection ---- */
 
 static void
@@ -412,14 +421,9 @@ no_notices(void *arg, const char *msg)
 static int
 simple(struct store *s, const char *text)
 {
-	PGresult *r = PQexec(s->c, text);
-	int rc = 0;
+	int rc;
 
-	s->round_trips++;
-	if (PQresultStatus(r) != PGRES_COMMAND_OK &&
-	    PQresultStatus(r) != PGRES_TUPLES_OK)
-		rc = fail(s, r);
-	PQclear(r);
+	PQclear(pipe_wait(s, ST__N, text, NULL, &rc));
 	return rc;
 }
 
@@ -434,7 +438,8 @@ session(struct store *s)
 	};
 	int rc;
 
-	if ((rc = simple(s, "SET lock_timeout = '5s'")) != 0 ||
+	if ((rc = pipe_start(s)) != 0 ||
+	    (rc = simple(s, "SET lock_timeout = '5s'")) != 0 ||
 	    (rc = simple(s, "SET client_min_messages = warning")) != 0 ||
 	    (rc = simple(s, commit[s->sync])) != 0)
 		return rc;
@@ -527,37 +532,72 @@ a_null(struct args *a)
 	a_text(a, NULL);
 }
 
-/* Run a statement (prepared on first use); NULL and *rc on failure. */
+const char *
+pg_stmt_name(enum stmt id)
+{
+	return sql[id].name;
+}
+
+const char *
+pg_stmt_sql(enum stmt id)
+{
+	return sql[id].sql;
+}
+
+/*
+ * Run a statement (prepared on first use) with the writes sent before it;
+ * NULL and *rc on failure.
+ */
 PGresult *
 exec(struct store *s, enum stmt id, const struct args *a, int *rc)
 {
+	const char *again[4];
 	PGresult *r;
-	ExecStatusType st;
+	int i, n = 0;
 
 	if (!s->in_tx && s->broken && (*rc = reconnect(s)) != 0)
 		return NULL;
-	if (!s->prepared[id]) {
-		r = PQprepare(s->c, sql[id].name, sql[id].sql, 0, NULL);
-		s->round_trips++;
-		if (PQresultStatus(r) != PGRES_COMMAND_OK) {
-			*rc = fail(s, r);
-			PQclear(r);
-			return NULL;
+	/* the first wait of a transaction: what it sent only opened it */
+	if (s->in_tx && s->npend > 0 && s->pend[0].text == BEGIN_RC) {
+		for (i = 0; i < s->npend && n >= 0; i++) {
+			if (s->pend[i].prepare)
+				continue;
+			if (!s->pend[i].text || n == 4)
+				n = -1;
+			else
+				again[n++] = s->pend[i].text;
 		}
-		PQclear(r);
-		s->prepared[id] = true;
 	}
-	r = PQexecPrepared(s->c, sql[id].name, a ? a->n : 0,
-	    a ? a->v : NULL, a ? a->len : NULL, a ? a->fmt : NULL, 1);
-	s->round_trips++;
-	st = PQresultStatus(r);
-	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
-		*rc = fail(s, r);
-		PQclear(r);
+	r = pipe_wait(s, id, NULL, a, rc);
+	if (r || !s->broken || n <= 0)
+		return r;
+	/* a connection lost while idle (a server restart, a terminated
+	 * backend): nothing is lost by connecting again once */
+	if ((*rc = reconnect(s)) != 0)
 		return NULL;
+	for (i = 0; i < n; i++)
+		if ((*rc = pipe_defer(s, ST__N, again[i], NULL)) != 0)
+			return NULL;
+	return pipe_wait(s, id, NULL, a, rc);
+}
+
+/*
+ * The writes a transaction sends without waiting for their answer: the
+ * engine needs nothing back from them, they lock only rows the call has
+ * locked already or a row of their own, and none fails on a client's
+ * input (the engine checked it), so a failure is the store's and fails
+ * the whole transaction at its next wait (pg_pipe.c).
+ */
+static bool
+only_sent(enum stmt id)
+{
+	switch (id) {
+	case ST_MSG_APPEND: case ST_TXN_APPEND: case ST_PART_UPDATE:
+	case ST_CUR_PUT: case ST_CUR_PUT_NEW: case ST_CUR_WAKE: case ST_NOTIFY:
+		return true;
+	default:
+		return false;
 	}
-	*rc = 0;
-	return r;
 }
 
 /* A statement that returns no rows we need; *changed if not NULL. */
@@ -565,7 +605,11 @@ int
 pg_run(struct store *s, enum stmt id, const struct args *a, int64_t *changed)
 {
 	int rc;
-	PGresult *r = exec(s, id, a, &rc);
+	PGresult *r;
+
+	if (!changed && s->in_tx && only_sent(id))
+		return pipe_defer(s, id, NULL, a);
+	r = exec(s, id, a, &rc);
 
 	if (changed)
 		*changed = r ? strtoll(PQcmdTuples(r), NULL, 10) : 0;
@@ -654,6 +698,7 @@ static void
 tx_reset(struct store *s, bool in_tx)
 {
 	s->in_tx = in_tx;
+	s->poisoned = false;
 	s->batch = false;
 	s->sp = 0;
 	s->adopted = 0;
@@ -666,18 +711,16 @@ pg_begin(struct store *s)
 	int rc;
 
 	tx_reset(s, false);
+	/* BEGIN goes out with the first statement that waits, which
+	 * connects again if the connection was lost meanwhile (exec) */
 	if ((s->broken || PQstatus(s->c) != CONNECTION_OK) &&
 	    (rc = reconnect(s)) != 0)
 		return rc;
-	rc = simple(s, "BEGIN ISOLATION LEVEL READ COMMITTED");
-	/* a connection lost while idle (a server restart): nothing is
-	 * lost by connecting again once */
-	if (rc != 0 && s->broken && (rc = reconnect(s)) == 0)
-		rc = simple(s, "BEGIN ISOLATION LEVEL READ COMMITTED");
-	if (rc != 0)
-		return rc;
 	tx_reset(s, true);
-	return 0;
+	rc = pipe_defer(s, ST__N, BEGIN_RC, NULL);
+	if (rc != 0)
+		tx_reset(s, false);
+	return rc;
 }
 
 static int
@@ -692,12 +735,17 @@ pg_begin_batch(struct store *s)
 static int
 pg_commit(struct store *s)
 {
-	PGresult *r = PQexec(s->c, "COMMIT");
-	int rc = 0;
+	PGresult *r;
+	int rc;
 
-	s->round_trips++;
-	if (PQresultStatus(r) != PGRES_COMMAND_OK) {
-		rc = fail(s, r);
+	/* a write sent earlier failed: its call was told it succeeded */
+	if (s->poisoned) {
+		tx_reset(s, false);
+		return -EIO;
+	}
+	r = pipe_wait(s, ST__N, "COMMIT", NULL, &rc);
+	if (!r) {
+		/* rc set; the caller rolls back */
 	} else if (strcmp(PQcmdStatus(r), "ROLLBACK") == 0) {
 		/* a failed statement had aborted it: nothing was kept */
 		snprintf(s->err, sizeof(s->err), "the transaction was aborted "
@@ -710,20 +758,26 @@ pg_commit(struct store *s)
 	return rc;
 }
 
+/*
+ * Twice at most: a ROLLBACK sent behind a write that failed is skipped by
+ * the server with the rest of its pipeline, and the transaction is still
+ * open (aborted) after it.
+ */
 static void
 pg_rollback(struct store *s)
 {
-	if (PQtransactionStatus(s->c) != PQTRANS_IDLE &&
-	    PQstatus(s->c) == CONNECTION_OK)
-		PQclear(PQexec(s->c, "ROLLBACK"));
-	s->round_trips++;
+	int i, rc;
+
+	for (i = 0; i < 2 && !s->broken && PQstatus(s->c) == CONNECTION_OK &&
+	    (s->npend > 0 || PQtransactionStatus(s->c) != PQTRANS_IDLE); i++)
+		PQclear(pipe_wait(s, ST__N, "ROLLBACK", NULL, &rc));
 	tx_reset(s, false);
 }
 
 static int
 pg_savepoint(struct store *s)
 {
-	int rc = simple(s, "SAVEPOINT op");
+	int rc = pipe_defer(s, ST__N, "SAVEPOINT op", NULL);
 
 	s->sp += rc == 0;
 	return rc;
@@ -734,17 +788,17 @@ pg_release(struct store *s)
 {
 	if (s->sp > 0)
 		s->sp--;
-	return simple(s, "RELEASE op");
+	return pipe_defer(s, ST__N, "RELEASE op", NULL);
 }
 
+/* A write of the call that failed (and any after it) fails the rest. */
 static void
 pg_rollback_to(struct store *s)
 {
 	if (s->sp > 0)
 		s->sp--;
-	PQclear(PQexec(s->c, "ROLLBACK TO op"));
-	PQclear(PQexec(s->c, "RELEASE op"));
-	s->round_trips += 2;
+	if (pipe_defer(s, ST__N, "ROLLBACK TO op", NULL) == 0)
+		pipe_defer(s, ST__N, "RELEASE op", NULL);
 }
 
 
@@ -904,12 +958,13 @@ pg_open(const struct queen_options *opt, struct store **out,
 		snprintf(err, errlen, "%s", s->err);
 		goto out_close;
 	}
+	/* before the pipeline: the migration runs plain statements */
+	if (!s->ro && (rc = pg_schema_migrate(s->c, err, errlen)) != 0)
+		goto out_close;
 	if ((rc = session(s)) != 0) {
 		snprintf(err, errlen, "%s", s->err);
 		goto out_close;
 	}
-	if (!s->ro && (rc = pg_schema_migrate(s->c, err, errlen)) != 0)
-		goto out_close;
 	*out = s;
 	*ops = &pg_ops;
 	return 0;

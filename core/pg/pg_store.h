@@ -53,6 +53,15 @@ _Static_assert(ST_CUR_LIST_PART_LK == LOCKED_TWIN(ST_CUR_LIST_PART), "twin");
 _Static_assert(ST_CUR_READY_LK == LOCKED_TWIN(ST_CUR_READY), "twin");
 _Static_assert(ST_PART_GET_LK == LOCKED_TWIN(ST_PART_GET), "twin");
 _Static_assert(ST_PART_LIST_LK == LOCKED_TWIN(ST_PART_LIST), "twin");
+/* a statement sent whose answer is not read yet (pg_pipe.c) */
+struct pend {
+	enum stmt id;           /* ST__N: the text */
+	bool prepare;           /* its Parse, not its run */
+	const char *text;       /* a literal */
+};
+/* past this many, a Sync goes out before the next statement */
+#define PEND_MAX 1024
+
 struct store {
 	PGconn *c;
 	bool prepared[ST__N];
@@ -70,6 +79,12 @@ struct store {
 	int64_t *seen;
 	size_t nseen, capseen;
 	uint64_t round_trips;   /* waits for the server since open */
+	/* sent, not answered: writes whose answer the engine needs not
+	 * wait for; a failure among them poisons the transaction (it can
+	 * only roll back) */
+	struct pend pend[PEND_MAX];
+	int npend;
+	bool poisoned;
 	char err[256];
 };
 #define MAXP 24
@@ -82,6 +97,18 @@ struct args {
 	int fmt[MAXP];
 	char num[MAXP][24];
 };
+
+/* db_pg.c */
+int pg_fail(struct store *s, const PGresult *r);
+const char *pg_stmt_name(enum stmt id);
+const char *pg_stmt_sql(enum stmt id);
+/* pg_pipe.c: send and wait for this and all sent before it (a text when
+ * id is ST__N); send only, inside a transaction */
+int pipe_start(struct store *s);
+PGresult *pipe_wait(struct store *s, enum stmt id, const char *text,
+    const struct args *a, int *rc);
+int pipe_defer(struct store *s, enum stmt id, const char *text,
+    const struct args *a);
 
 void a_int(struct args *a, int64_t v);
 void a_text(struct args *a, const char *t);
