@@ -215,7 +215,8 @@ text_sys_stats(struct queen *q, const struct cred *who, char **out,
 	    (long long)s.total.duplicates, (long long)s.total.groups);
 	queen_checkpoint_counts(q, &beside, &in_writer);
 	queen_hash_stats(q, &hs);
-	fprintf(f, "pushes = %llu\nacks = %llu\npops = %llu\ncommits = %llu\n"
+	fprintf(f,
+	    "pushes = %llu\nacks = %llu\npops = %llu\ncommits = %llu\n"
 	    "commit_failures = %llu\nwaiting_readers = %llu\n"
 	    "checkpoints = %llu\nwriter_checkpoints = %llu\n"
 	    "hashes_held = %llu\nhashes_folded = %llu\n"
@@ -229,12 +230,10 @@ text_sys_stats(struct queen *q, const struct cred *who, char **out,
 	    (unsigned long long)c.commit_failures,
 	    (unsigned long long)c.waiters, (unsigned long long)beside,
 	    (unsigned long long)in_writer, (unsigned long long)hs.held,
-	    (unsigned long long)hs.folded,
-	    (unsigned long long)hs.filter_bytes,
+	    (unsigned long long)hs.folded, (unsigned long long)hs.filter_bytes,
 	    (unsigned long long)hs.filter_skips,
 	    (unsigned long long)hs.filter_builds, hs.filter_building,
-	    (unsigned long long)hs.cache_kib,
-	    (unsigned long long)hs.row_hits,
+	    (unsigned long long)hs.cache_kib, (unsigned long long)hs.row_hits,
 	    (unsigned long long)hs.row_misses, nodes,
 	    (unsigned long long)atomic_load(&fs_lookups),
 	    (unsigned long long)queen_dlq_rows_read(q),

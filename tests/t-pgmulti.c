@@ -524,10 +524,12 @@ test_sent_write_fails(void)
 	char why[200] = "";
 
 	is_int(push1(q, Q, NULL, "m1", "x"), 1, "sent: push m1");
-	ok(raw_sql(&f, "INSERT INTO messages (id, created_at, txid, payload) "
-	    "SELECT (p.id << 40) + 2, 0, 'w'::bytea, 'in the way'::bytea "
-	    "FROM partitions p JOIN queues q ON q.id = p.queue_id "
-	    "WHERE q.name = '" Q "'"), "sent: a row in the way of offset 2");
+	ok(raw_sql(&f,
+	       "INSERT INTO messages (id, created_at, txid, payload) "
+	       "SELECT (p.id << 40) + 2, 0, 'w'::bytea, 'in the way'::bytea "
+	       "FROM partitions p JOIN queues q ON q.id = p.queue_id "
+	       "WHERE q.name = '" Q "'"),
+	    "sent: a row in the way of offset 2");
 	is_int(push1(q, Q, NULL, "m2", "x"), -EIO,
 	    "sent: a push alone fails at its commit");
 	is_int(queen_batch_begin(q, 0), 0, "sent: a batch");
@@ -541,8 +543,10 @@ test_sent_write_fails(void)
 	queen_batch_rollback(q);
 	is_int(tail_of(q, Q, NULL), 1, "sent: the partition is untouched");
 	is_int(tail_of(q, "other", NULL), -1, "sent: nor was 'other' made");
-	ok(raw_sql(&f, "DELETE FROM messages WHERE payload = "
-	    "'in the way'::bytea"), "sent: the row out of the way");
+	ok(raw_sql(&f,
+	       "DELETE FROM messages WHERE payload = "
+	       "'in the way'::bytea"),
+	    "sent: the row out of the way");
 	is_int(push1(q, Q, NULL, "m2", "x"), 2, "sent: the push lands now");
 	ok(!queen_failed(q, why, sizeof(why)), "sent: q is not failed (%s)",
 	    why);

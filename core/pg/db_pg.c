@@ -592,8 +592,13 @@ static bool
 only_sent(enum stmt id)
 {
 	switch (id) {
-	case ST_MSG_APPEND: case ST_TXN_APPEND: case ST_PART_UPDATE:
-	case ST_CUR_PUT: case ST_CUR_PUT_NEW: case ST_CUR_WAKE: case ST_NOTIFY:
+	case ST_MSG_APPEND:
+	case ST_TXN_APPEND:
+	case ST_PART_UPDATE:
+	case ST_CUR_PUT:
+	case ST_CUR_PUT_NEW:
+	case ST_CUR_WAKE:
+	case ST_NOTIFY:
 		return true;
 	default:
 		return false;
@@ -769,7 +774,8 @@ pg_rollback(struct store *s)
 	int i, rc;
 
 	for (i = 0; i < 2 && !s->broken && PQstatus(s->c) == CONNECTION_OK &&
-	    (s->npend > 0 || PQtransactionStatus(s->c) != PQTRANS_IDLE); i++)
+	     (s->npend > 0 || PQtransactionStatus(s->c) != PQTRANS_IDLE);
+	     i++)
 		PQclear(pipe_wait(s, ST__N, "ROLLBACK", NULL, &rc));
 	tx_reset(s, false);
 }

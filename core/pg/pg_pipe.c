@@ -43,7 +43,11 @@ poison(struct store *s, int rc)
 	if (s->in_tx)
 		s->poisoned = true;
 	switch (rc) {
-	case -EBUSY: case -ENOSPC: case -ENOMEM: case -EROFS: case -EACCES:
+	case -EBUSY:
+	case -ENOSPC:
+	case -ENOMEM:
+	case -EROFS:
+	case -EACCES:
 		return rc;
 	}
 	return -EIO;
@@ -118,13 +122,14 @@ send(struct store *s, enum stmt id, const char *text, const struct args *a)
 	}
 	if (id != ST__N && !s->prepared[id]) {
 		if (!PQsendPrepare(s->c, pg_stmt_name(id), pg_stmt_sql(id), 0,
-		    NULL))
+			NULL))
 			return lost(s);
 		s->pend[s->npend++] = (struct pend){ id, true, NULL };
 		s->prepared[id] = true;
 	}
 	if (id == ST__N)
-		ok = PQsendQueryParams(s->c, text, 0, NULL, NULL, NULL, NULL, 0);
+		ok = PQsendQueryParams(s->c, text, 0, NULL, NULL, NULL, NULL,
+		    0);
 	else
 		ok = PQsendQueryPrepared(s->c, pg_stmt_name(id), a ? a->n : 0,
 		    a ? a->v : NULL, a ? a->len : NULL, a ? a->fmt : NULL, 1);
@@ -135,8 +140,8 @@ send(struct store *s, enum stmt id, const char *text, const struct args *a)
 }
 
 PGresult *
-pipe_wait(struct store *s, enum stmt id, const char *text,
-    const struct args *a, int *rc)
+pipe_wait(struct store *s, enum stmt id, const char *text, const struct args *a,
+    int *rc)
 {
 	if ((*rc = send(s, id, text, a)) != 0)
 		return NULL;

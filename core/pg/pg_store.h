@@ -55,9 +55,9 @@ _Static_assert(ST_PART_GET_LK == LOCKED_TWIN(ST_PART_GET), "twin");
 _Static_assert(ST_PART_LIST_LK == LOCKED_TWIN(ST_PART_LIST), "twin");
 /* a statement sent whose answer is not read yet (pg_pipe.c) */
 struct pend {
-	enum stmt id;           /* ST__N: the text */
-	bool prepare;           /* its Parse, not its run */
-	const char *text;       /* a literal */
+	enum stmt id;     /* ST__N: the text */
+	bool prepare;     /* its Parse, not its run */
+	const char *text; /* a literal */
 };
 /* past this many, a Sync goes out before the next statement */
 #define PEND_MAX 1024
@@ -78,7 +78,7 @@ struct store {
 	int64_t adopted;
 	int64_t *seen;
 	size_t nseen, capseen;
-	uint64_t round_trips;   /* waits for the server since open */
+	uint64_t round_trips; /* waits for the server since open */
 	/* sent, not answered: writes whose answer the engine needs not
 	 * wait for; a failure among them poisons the transaction (it can
 	 * only roll back) */
