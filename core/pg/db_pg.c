@@ -227,6 +227,10 @@ static const struct stmt_def sql[ST__N] = {
 	[ST_TXN_FIND_HI] = { "txn_find_hi",
 	    "SELECT id, created_at FROM txns WHERE hash = $1 "
 	    "AND id >= $2 AND id <= $3 ORDER BY id DESC LIMIT 1" },
+	/* lo key, hi key, hashes (bytea[]) */
+	[ST_TXN_PREFETCH] = { "txn_prefetch",
+	    "SELECT DISTINCT hash FROM txns WHERE id >= $1 AND id <= $2 "
+	    "AND hash = ANY($3)" },
 	/* key */
 	[ST_TXN_TIME] = { "txn_time",
 	    "SELECT created_at FROM txns WHERE id = $1" },
@@ -472,6 +476,10 @@ pg_close(struct store *s)
 	if (!s)
 		return;
 	PQfinish(s->c);
+	if (s->syncc)
+		PQfinish(s->syncc);
+	free(s->conninfo);
+	free(s->pf.set);
 	free(s->seen);
 	free(s);
 }
@@ -704,6 +712,7 @@ tx_reset(struct store *s, bool in_tx)
 {
 	s->in_tx = in_tx;
 	s->poisoned = false;
+	pg_prefetch_end(s);
 	s->batch = false;
 	s->sp = 0;
 	s->adopted = 0;
@@ -723,6 +732,9 @@ pg_begin(struct store *s)
 		return rc;
 	tx_reset(s, true);
 	rc = pipe_defer(s, ST__N, BEGIN_RC, NULL);
+	if (rc == 0 && !s->durable && s->sync != QUEEN_SYNC_OFF)
+		rc = pipe_defer(s, ST__N, "SET LOCAL synchronous_commit = off",
+		    NULL);
 	if (rc != 0)
 		tx_reset(s, false);
 	return rc;
@@ -785,6 +797,7 @@ pg_savepoint(struct store *s)
 {
 	int rc = pipe_defer(s, ST__N, "SAVEPOINT op", NULL);
 
+	pg_prefetch_end(s);
 	s->sp += rc == 0;
 	return rc;
 }
@@ -794,6 +807,7 @@ pg_release(struct store *s)
 {
 	if (s->sp > 0)
 		s->sp--;
+	pg_prefetch_end(s);
 	return pipe_defer(s, ST__N, "RELEASE op", NULL);
 }
 
@@ -803,6 +817,7 @@ pg_rollback_to(struct store *s)
 {
 	if (s->sp > 0)
 		s->sp--;
+	pg_prefetch_end(s);
 	if (pipe_defer(s, ST__N, "ROLLBACK TO op", NULL) == 0)
 		pipe_defer(s, ST__N, "RELEASE op", NULL);
 }
@@ -860,7 +875,44 @@ pg_events(struct store *s, queen_name_cb cb, void *arg)
 static uint64_t
 pg_round_trips(struct store *s)
 {
-	return s->round_trips;
+	return s->round_trips + atomic_load(&s->sync_trips);
+}
+
+static int
+pg_set_durable(struct store *s, bool durable)
+{
+	s->durable = durable;
+	return 0;
+}
+
+/*
+ * Make every commit so far durable, on the syncer thread's own connection
+ * while the engine's runs the next batch: a transaction that takes an xid
+ * and commits with synchronous_commit on waits for the WAL flush up to its
+ * commit record, which lies after every commit made before it began.
+ */
+static int
+pg_sync(struct store *s)
+{
+	PGresult *r;
+	int rc = 0;
+
+	if (!s->syncc) {
+		if (!(s->syncc = PQconnectdb(s->conninfo)))
+			return -ENOMEM;
+		PQsetNoticeProcessor(s->syncc, no_notices, NULL);
+	} else if (PQstatus(s->syncc) != CONNECTION_OK) {
+		PQreset(s->syncc);
+	}
+	if (PQstatus(s->syncc) != CONNECTION_OK)
+		return -EIO;
+	r = PQexec(s->syncc, "SET synchronous_commit = on; "
+	    "SELECT txid_current()");
+	atomic_fetch_add(&s->sync_trips, 1);
+	if (PQresultStatus(r) != PGRES_TUPLES_OK)
+		rc = -EIO;
+	PQclear(r);
+	return rc;
 }
 
 static const struct store_ops pg_ops = {
@@ -909,6 +961,7 @@ static const struct store_ops pg_ops = {
 	.msg_count = pg_msg_count,
 	.msg_purge = pg_msg_purge,
 	.txn_find = pg_txn_find,
+	.txn_prefetch = pg_txn_prefetch,
 	.txn_time = pg_txn_time,
 	.txn_purge = pg_txn_purge,
 	.dlq_insert = pg_dlq_insert,
@@ -934,6 +987,9 @@ static const struct store_ops pg_ops = {
 	.event_fd = pg_event_fd,
 	.events = pg_events,
 	.round_trips = pg_round_trips,
+	.set_durable = pg_set_durable,
+	.sync = pg_sync,
+	.shared = true,
 };
 
 int
@@ -951,8 +1007,10 @@ pg_open(const struct queen_options *opt, struct store **out,
 		return -ENOMEM;
 	s->ro = opt->read_only;
 	s->sync = opt->sync;
+	s->durable = true;
+	s->conninfo = strdup(opt->path);
 	s->c = PQconnectdb(opt->path);
-	if (!s->c) {
+	if (!s->c || !s->conninfo) {
 		rc = -ENOMEM;
 		goto out_close;
 	}

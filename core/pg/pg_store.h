@@ -7,6 +7,8 @@
 #ifndef PG_STORE_H
 #define PG_STORE_H
 
+#include <stdatomic.h>
+
 #include "pg.h"
 
 #define PB(pid) ((int64_t)(pid) << OFFSET_BITS)
@@ -31,7 +33,8 @@ enum stmt {
 	ST_MSG_APPEND, ST_TXN_APPEND, ST_MSG_SCAN, ST_MSG_SCAN_META,
 	ST_MSG_TIME, ST_MSG_NEXT, ST_MSG_COUNT, ST_MSG_PURGE,
 	ST_MSG_DELETE_PART,
-	ST_TXN_FIND_LO, ST_TXN_FIND_HI, ST_TXN_TIME, ST_TXN_PURGE,
+	ST_TXN_FIND_LO, ST_TXN_FIND_HI, ST_TXN_PREFETCH, ST_TXN_TIME,
+	ST_TXN_PURGE,
 	ST_TXN_DELETE_PART,
 	ST_DLQ_INSERT, ST_DLQ_LIST, ST_DLQ_LIST_META, ST_DLQ_GET, ST_DLQ_GET_META,
 	ST_DLQ_COUNT, ST_DLQ_DELETE,
@@ -85,6 +88,19 @@ struct store {
 	struct pend pend[PEND_MAX];
 	int npend;
 	bool poisoned;
+	/* txn_prefetch's answer for one partition until the call ends:
+	 * the hashes found, and those appended since (pid 0: none) */
+	struct {
+		int64_t pid, lo;
+		struct hash128 *set;    /* open addressing; all-zero: empty */
+		size_t cap, n;
+	} pf;
+	bool durable;           /* false: the next transactions commit
+				 * without waiting for the WAL flush */
+	/* the syncer thread's: a connection of its own (see pg_sync) */
+	char *conninfo;
+	PGconn *syncc;
+	_Atomic uint64_t sync_trips;
 	char err[256];
 };
 #define MAXP 24
@@ -171,6 +187,9 @@ int pg_msg_purge(struct store *s, int64_t pid, int64_t upto, int64_t limit,
     int64_t *deleted);
 int pg_txn_find(struct store *s, int64_t pid, const struct hash128 *h,
     int64_t lo, int64_t hi, bool highest, int64_t *off, int64_t *at);
+int pg_txn_prefetch(struct store *s, int64_t pid, const struct hash128 *h,
+    size_t n, int64_t lo);
+void pg_prefetch_end(struct store *s);
 int pg_txn_time(struct store *s, int64_t pid, int64_t off, int64_t *at);
 int pg_txn_purge(struct store *s, int64_t pid, int64_t upto, int64_t limit,
     int64_t *deleted);
