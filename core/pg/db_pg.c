@@ -190,6 +190,17 @@ static const struct stmt_def sql[ST__N] = {
 	/* partition id */
 	[ST_CUR_MIN] = { "cur_min",
 	    "SELECT min(committed) FROM cursors WHERE partition_id = $1" },
+	/* lease id: the cursor, its partition, queue and group (columns
+	 * from 0, 8, 18 and 39) */
+	[ST_CUR_LEASE_ROWS] = { "cur_lease_rows",
+	    "SELECT * FROM (SELECT " CUR_COLS " FROM cursors "
+	    "WHERE lease_id = $1) c, "
+	    "LATERAL (SELECT " PART_COLS " FROM partitions "
+	    "WHERE id = c.partition_id) p, "
+	    "LATERAL (SELECT " QUEUE_COLS " FROM queues "
+	    "WHERE id = p.queue_id) q, "
+	    "LATERAL (SELECT " GROUP_COLS " FROM groups "
+	    "WHERE id = c.group_id) g" },
 	/* key, created_at, txid, trace_id, payload */
 	[ST_MSG_APPEND] = { "msg_append",
 	    "INSERT INTO messages (id, created_at, txid, trace_id, payload) "

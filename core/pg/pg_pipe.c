@@ -115,6 +115,7 @@ send(struct store *s, enum stmt id, const char *text, const struct args *a)
 {
 	int ok, rc;
 
+	s->ahead.valid = false;
 	if (s->npend + 2 > PEND_MAX) {
 		PQclear(drain(s, false, &rc));
 		if (rc != 0)

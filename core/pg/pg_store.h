@@ -30,6 +30,7 @@ enum stmt {
 	ST_CUR_BY_LEASE, ST_CUR_BY_LEASE_LK, ST_CUR_READY, ST_CUR_READY_LK,
 	ST_CUR_LIST_GROUP, ST_CUR_LIST_GROUP_LK, ST_CUR_LIST_PART,
 	ST_CUR_LIST_PART_LK, ST_CUR_WAKE, ST_CUR_DEL_GROUP, ST_CUR_MIN,
+	ST_CUR_LEASE_ROWS,
 	ST_MSG_APPEND, ST_TXN_APPEND, ST_MSG_SCAN, ST_MSG_SCAN_META,
 	ST_MSG_TIME, ST_MSG_NEXT, ST_MSG_COUNT, ST_MSG_PURGE,
 	ST_MSG_DELETE_PART,
@@ -95,6 +96,14 @@ struct store {
 		struct hash128 *set;    /* open addressing; all-zero: empty */
 		size_t cap, n;
 	} pf;
+	/* the rows read with a lease (pg_rows.c), which the lookups that
+	 * follow it may take from here until the next statement is sent */
+	struct {
+		bool valid;
+		struct part_row p;
+		struct queue_row q;
+		struct group_row g;
+	} ahead;
 	bool durable;           /* false: the next transactions commit
 				 * without waiting for the WAL flush */
 	/* the syncer thread's: a connection of its own (see pg_sync) */
