@@ -18,7 +18,7 @@ struct pushctx {
 	bool have;
 	bool dirty;
 	bool woken;
-	size_t fetched;         /* items up to here were prefetched */
+	size_t fetched; /* items up to here were prefetched */
 };
 
 static int
@@ -82,17 +82,19 @@ prefetch(struct queen *q, struct pushctx *c,
 
 		if (!it->queue || strcmp(it->queue, c->qr.name) != 0 ||
 		    strcmp(it->partition ? it->partition :
-		    QUEEN_DEFAULT_PARTITION, c->p.name) != 0)
+					   QUEEN_DEFAULT_PARTITION,
+			c->p.name) != 0)
 			break;
 		tl = it->txid ? strlen(it->txid) : 0;
 		if (it->txid && (tl == 0 || tl > TXID_MAX))
-			break;          /* the loop refuses it */
+			break; /* the loop refuses it */
 		if (!it->txid && !res[i].gen_txid[0])
 			uuid_v7(q, res[i].gen_txid);
 		hash_txid(queen_push_txid(it, &res[i]), &h[k++]);
 	}
-	return k > 1 ? q->ops->txn_prefetch(q->st, c->p.id, h, k,
-	    c->p.txns_start) : 0;
+	return k > 1 ?
+	    q->ops->txn_prefetch(q->st, c->p.id, h, k, c->p.txns_start) :
+	    0;
 }
 
 /* 0 and *off when txid is inside the partition's dedup window. */

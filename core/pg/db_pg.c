@@ -165,8 +165,7 @@ static const struct stmt_def sql[ST__N] = {
 	/* group id, upto, after_at, after_pid; rows another process is
 	 * leasing right now are skipped, not waited for */
 	[ST_CUR_READY] = { "cur_ready", CUR_READY },
-	[ST_CUR_READY_LK] = { "cur_ready_lk",
-	    CUR_READY LOCK " SKIP LOCKED" },
+	[ST_CUR_READY_LK] = { "cur_ready_lk", CUR_READY LOCK " SKIP LOCKED" },
 	/* group id */
 	[ST_CUR_LIST_GROUP] = { "cur_list_group",
 	    "SELECT " CUR_COLS " FROM cursors WHERE group_id = $1 "
@@ -327,8 +326,7 @@ static const struct stmt_def sql[ST__N] = {
 	    "VALUES ($1, $2, $3, $4, $5) ON CONFLICT (name) DO UPDATE SET "
 	    "uid = excluded.uid, gid = excluded.gid, mode = excluded.mode, "
 	    "created_at = excluded.created_at" },
-	[ST_NS_DELETE] = { "ns_delete",
-	    "DELETE FROM kv_ns WHERE name = $1" },
+	[ST_NS_DELETE] = { "ns_delete", "DELETE FROM kv_ns WHERE name = $1" },
 	/* now */
 	[ST_NS_LIST] = { "ns_list",
 	    "SELECT name FROM kv_ns UNION SELECT ns FROM kv "
@@ -355,8 +353,7 @@ static const struct stmt_def sql[ST__N] = {
 	    "SELECT " TIMER_COLS ", queue_id FROM timers WHERE due_at <= $1 "
 	    "ORDER BY due_at, seq LIMIT 1" },
 	/* queue name */
-	[ST_NOTIFY] = { "notify",
-	    "SELECT pg_notify('" CHANNEL "', $1)" },
+	[ST_NOTIFY] = { "notify", "SELECT pg_notify('" CHANNEL "', $1)" },
 };
 
 
@@ -917,7 +914,8 @@ pg_sync(struct store *s)
 	}
 	if (PQstatus(s->syncc) != CONNECTION_OK)
 		return -EIO;
-	r = PQexec(s->syncc, "SET synchronous_commit = on; "
+	r = PQexec(s->syncc,
+	    "SET synchronous_commit = on; "
 	    "SELECT txid_current()");
 	atomic_fetch_add(&s->sync_trips, 1);
 	if (PQresultStatus(r) != PGRES_TUPLES_OK)

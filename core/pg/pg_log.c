@@ -93,8 +93,8 @@ pf_absent(const struct store *s, int64_t pid, const struct hash128 *h,
  * notes them.  The hashes go as one binary bytea[].
  */
 int
-pg_txn_prefetch(struct store *s, int64_t pid, const struct hash128 *h,
-    size_t n, int64_t lo)
+pg_txn_prefetch(struct store *s, int64_t pid, const struct hash128 *h, size_t n,
+    int64_t lo)
 {
 	struct args a = { 0 };
 	unsigned char *arr, *p;
@@ -118,11 +118,11 @@ pg_txn_prefetch(struct store *s, int64_t pid, const struct hash128 *h,
 	if (!(arr = malloc(len)))
 		return -ENOMEM;
 	p = arr;
-	put32(&p, 1);           /* dimensions */
-	put32(&p, 0);           /* no NULLs */
-	put32(&p, 17);          /* of bytea */
+	put32(&p, 1);  /* dimensions */
+	put32(&p, 0);  /* no NULLs */
+	put32(&p, 17); /* of bytea */
 	put32(&p, (uint32_t)n);
-	put32(&p, 1);           /* lower bound */
+	put32(&p, 1); /* lower bound */
 	for (i = 0; i < n; i++) {
 		put32(&p, 16);
 		memcpy(p, h[i].b, 16);
