@@ -232,6 +232,12 @@ struct store_ops {
 	    int64_t *offset, int64_t *created_at);
 	int (*txn_time)(struct store *st, int64_t part_id, int64_t offset,
 	    int64_t *created_at);
+	/* optional: the n hashes that txn_find is about to be asked for,
+	 * in part_id from lo up, by this call; the store may read them in
+	 * one go and answer those it did not find without asking again,
+	 * until the call ends (its savepoint or transaction) */
+	int (*txn_prefetch)(struct store *st, int64_t part_id,
+	    const struct hash128 *h, size_t n, int64_t lo);
 	/* delete hash rows with offset <= upto, at most limit of them */
 	int (*txn_purge)(struct store *st, int64_t part_id, int64_t upto,
 	    int64_t limit, int64_t *deleted);
@@ -300,6 +306,13 @@ struct store_ops {
 	void (*hashes)(struct store *st, struct queen_hash_stats *out);
 	void (*checkpoints)(struct store *st, uint64_t *beside,
 	    uint64_t *in_writer);
+	/* optional: how many times the store waited for its server */
+	uint64_t (*round_trips)(struct store *st);
+	/* other handles read what this one commits before a sync makes it
+	 * durable (PostgreSQL): so a batch that is answered without a sync
+	 * commits durably, and a lease taken in a deferred batch waits for
+	 * that batch's sync, whoever pushed what it read */
+	bool shared;
 };
 
 #define FRESH_SLOTS 1024

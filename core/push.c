@@ -18,6 +18,7 @@ struct pushctx {
 	bool have;
 	bool dirty;
 	bool woken;
+	size_t fetched; /* items up to here were prefetched */
 };
 
 static int
@@ -46,12 +47,54 @@ select_part(struct queen *q, struct pushctx *c, const char *queue,
 		return rc;
 	c->have = false;
 	c->woken = false;
+	c->fetched = 0;
 	if ((rc = queue_ensure(q, queue, &c->qr)) != 0)
 		return rc;
 	if ((rc = part_load(q, &c->qr, partition, true, &c->p)) != 0)
 		return rc;
 	c->have = true;
 	return 0;
+}
+
+/* hashes looked up in one go ahead of a run of pushes to one partition */
+#define PREFETCH_MAX 1024
+
+/*
+ * The dedup lookups of the run of items from i on that go to c's
+ * partition, asked of the store at once where it can (a server: one round
+ * trip instead of one an item).  Generates the transactionIds the items
+ * lack now, in item order, as the loop would have.
+ */
+static int
+prefetch(struct queen *q, struct pushctx *c,
+    const struct queen_push_item *items, size_t i, size_t n,
+    struct queen_push_result *res)
+{
+	struct hash128 h[PREFETCH_MAX];
+	size_t k = 0, tl;
+
+	c->fetched = i + PREFETCH_MAX;
+	if (!q->ops->txn_prefetch || c->qr.conf.dedup_window <= 0 ||
+	    c->p.tail < c->p.txns_start)
+		return 0;
+	for (; i < n && k < PREFETCH_MAX; i++) {
+		const struct queen_push_item *it = &items[i];
+
+		if (!it->queue || strcmp(it->queue, c->qr.name) != 0 ||
+		    strcmp(it->partition ? it->partition :
+					   QUEEN_DEFAULT_PARTITION,
+			c->p.name) != 0)
+			break;
+		tl = it->txid ? strlen(it->txid) : 0;
+		if (it->txid && (tl == 0 || tl > TXID_MAX))
+			break; /* the loop refuses it */
+		if (!it->txid && !res[i].gen_txid[0])
+			uuid_v7(q, res[i].gen_txid);
+		hash_txid(queen_push_txid(it, &res[i]), &h[k++]);
+	}
+	return k > 1 ?
+	    q->ops->txn_prefetch(q->st, c->p.id, h, k, c->p.txns_start) :
+	    0;
 }
 
 /* 0 and *off when txid is inside the partition's dedup window. */
@@ -82,6 +125,7 @@ push_run(struct queen *q, const struct queen_push_item *items, size_t n,
 	int rc = 0;
 
 	memset(&c, 0, sizeof(c));
+	memset(res, 0, n * sizeof(*res));
 	if (dup_index)
 		*dup_index = -1;
 	for (i = 0; i < n; i++) {
@@ -90,7 +134,6 @@ push_run(struct queen *q, const struct queen_push_item *items, size_t n,
 		struct hash128 h;
 		int64_t off, at;
 
-		memset(r, 0, sizeof(*r));
 		if (!it->queue || (rc = select_part(q, &c, it->queue,
 		    it->partition)) != 0) {
 			if (!it->queue)
@@ -98,6 +141,9 @@ push_run(struct queen *q, const struct queen_push_item *items, size_t n,
 				    i);
 			break;
 		}
+		if (i >= c.fetched && !nodedup &&
+		    (rc = prefetch(q, &c, items, i, n, res)) != 0)
+			break;
 		if (it->txid) {
 			size_t tl = strlen(it->txid);
 
@@ -107,7 +153,7 @@ push_run(struct queen *q, const struct queen_push_item *items, size_t n,
 				    TXID_MAX);
 				break;
 			}
-		} else {
+		} else if (!r->gen_txid[0]) {
 			uuid_v7(q, r->gen_txid);
 		}
 		if ((int64_t)it->len > c.qr.conf.max_message_bytes) {

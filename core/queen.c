@@ -260,6 +260,7 @@ batch_begin(struct queen *q, bool durable, bool deferred)
 		return queen_err(q, -EIO, "%s", q->failmsg);
 	/* deferred: committed like a lazy batch, made durable by a sync */
 	deferred = deferred && q->can_defer;
+	durable = durable || q->ops->shared;
 	if (q->ops->set_durable &&
 	    (rc = q->ops->set_durable(q->st, durable && !deferred)) != 0)
 		return storage_error(q, rc);
@@ -342,6 +343,12 @@ queen_hash_stats(struct queen *q, struct queen_hash_stats *out)
 	memset(out, 0, sizeof(*out));
 	if (q->ops->hashes)
 		q->ops->hashes(q->st, out);
+}
+
+uint64_t
+queen_round_trips(struct queen *q)
+{
+	return q->ops->round_trips ? q->ops->round_trips(q->st) : 0;
 }
 
 uint64_t
@@ -449,6 +456,10 @@ fresh_need(struct queen *q, int64_t pid, int64_t last)
 	uint64_t t = 0;
 	int i;
 
+	/* on a shared store another handle's push may be as young as this
+	 * batch: the batch's own sync covers it */
+	if (q->ops->shared && q->batch_depth > 0 && q->deferred)
+		t = atomic_load(&q->seq) + 1;
 	if (f->ticket > atomic_load(&q->synced) &&
 	    (f->pid == 0 || (f->pid == pid && last >= f->from)))
 		t = f->ticket;

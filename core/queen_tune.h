@@ -64,5 +64,11 @@ struct queen_hash_stats {
 	uint64_t row_misses;    /* ... and read from SQLite */
 };
 void queen_hash_stats(struct queen *q, struct queen_hash_stats *out);
+/*
+ * queen_round_trips - how many times the store has waited for its server
+ * since open (PostgreSQL: one a statement or pipeline sent and answered);
+ * 0 on SQLite, which has no server.
+ */
+uint64_t queen_round_trips(struct queen *q);
 
 #endif

@@ -221,7 +221,8 @@ text_sys_stats(struct queen *q, const struct cred *who, char **out,
 	    (long long)s.total.duplicates, (long long)s.total.groups);
 	queen_checkpoint_counts(q, &beside, &in_writer);
 	queen_hash_stats(q, &hs);
-	fprintf(f, "pushes = %llu\nacks = %llu\npops = %llu\ncommits = %llu\n"
+	fprintf(f,
+	    "pushes = %llu\nacks = %llu\npops = %llu\ncommits = %llu\n"
 	    "commit_failures = %llu\nwaiting_readers = %llu\n"
 	    "checkpoints = %llu\nwriter_checkpoints = %llu\n"
 	    "hashes_held = %llu\nhashes_folded = %llu\n"
@@ -229,21 +230,20 @@ text_sys_stats(struct queen *q, const struct cred *who, char **out,
 	    "hash_filter_builds = %llu\nhash_filter_building = %d\n"
 	    "page_cache_kib = %llu\nrow_cache_hits = %llu\n"
 	    "row_cache_misses = %llu\nnodes = %zu\nlookups = %llu\n"
-	    "dlq_rows_read = %llu\n",
+	    "dlq_rows_read = %llu\npg_round_trips = %llu\n",
 	    (unsigned long long)c.pushes, (unsigned long long)c.acks,
 	    (unsigned long long)c.pops, (unsigned long long)c.commits,
 	    (unsigned long long)c.commit_failures,
 	    (unsigned long long)c.waiters, (unsigned long long)beside,
 	    (unsigned long long)in_writer, (unsigned long long)hs.held,
-	    (unsigned long long)hs.folded,
-	    (unsigned long long)hs.filter_bytes,
+	    (unsigned long long)hs.folded, (unsigned long long)hs.filter_bytes,
 	    (unsigned long long)hs.filter_skips,
 	    (unsigned long long)hs.filter_builds, hs.filter_building,
-	    (unsigned long long)hs.cache_kib,
-	    (unsigned long long)hs.row_hits,
+	    (unsigned long long)hs.cache_kib, (unsigned long long)hs.row_hits,
 	    (unsigned long long)hs.row_misses, nodes,
 	    (unsigned long long)atomic_load(&fs_lookups),
-	    (unsigned long long)queen_dlq_rows_read(q));
+	    (unsigned long long)queen_dlq_rows_read(q),
+	    (unsigned long long)queen_round_trips(q));
 	stage_counts(&staged, &stage_syncs);
 	fprintf(f, "staged = %llu\nstage_syncs = %llu\n",
 	    (unsigned long long)staged, (unsigned long long)stage_syncs);
@@ -433,6 +433,9 @@ text_metrics(struct queen *q, const struct cred *who, char **out,
 	counter(f, "queenfs_lookups_total", "counter",
 	    "Names the kernel asked the mount for (LOOKUP requests).",
 	    atomic_load(&fs_lookups));
+	counter(f, "queenfs_pg_round_trips_total", "counter",
+	    "Times the daemon waited for its PostgreSQL server (0 on SQLite).",
+	    queen_round_trips(q));
 	return close_text(f, out, len, rc < 0 ? rc : 0);
 }
 

@@ -487,6 +487,72 @@ test_lost_connection(void)
 	fix_close(&f);
 }
 
+/* Run sql on the fixture's schema through a connection of our own. */
+static bool
+raw_sql(struct fix *f, const char *sql)
+{
+	PGconn *c = PQconnectdb(getenv("QUEEN_TEST_PG"));
+	char set[80];
+	PGresult *r;
+	bool good;
+
+	snprintf(set, sizeof(set), "SET search_path = %s", f->schema);
+	PQclear(PQexec(c, set));
+	r = PQexec(c, sql);
+	good = PQresultStatus(r) == PGRES_COMMAND_OK;
+	if (!good)
+		diag("%s: %s %s", sql, PQresStatus(PQresultStatus(r)),
+		    PQerrorMessage(c));
+	PQclear(r);
+	PQfinish(c);
+	return good;
+}
+
+/*
+ * An append is sent without waiting for its answer.  When it fails (here
+ * a row in the way at the next offset, put there behind the engine's
+ * back), the call was already told it succeeded, so nothing of the
+ * transaction may commit: not even when a later call of the batch fails
+ * and rolls its savepoint back, which would otherwise leave a healthy
+ * transaction without the first call's message.
+ */
+static void
+test_sent_write_fails(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "pgm-sent");
+	char why[200] = "";
+
+	is_int(push1(q, Q, NULL, "m1", "x"), 1, "sent: push m1");
+	ok(raw_sql(&f,
+	       "INSERT INTO messages (id, created_at, txid, payload) "
+	       "SELECT (p.id << 40) + 2, 0, 'w'::bytea, 'in the way'::bytea "
+	       "FROM partitions p JOIN queues q ON q.id = p.queue_id "
+	       "WHERE q.name = '" Q "'"),
+	    "sent: a row in the way of offset 2");
+	is_int(push1(q, Q, NULL, "m2", "x"), -EIO,
+	    "sent: a push alone fails at its commit");
+	is_int(queen_batch_begin(q, 0), 0, "sent: a batch");
+	is_int(push1(q, Q, NULL, "m2", "x"), 2,
+	    "sent: its push is answered before the append is");
+	ok(push1(q, "other", NULL, "o1", "x") < 0,
+	    "sent: the next call meets the failure");
+	ok(queen_batch_commit(q) < 0, "sent: and the batch cannot commit");
+	ok(strstr(queen_errmsg(q), "duplicate") != NULL,
+	    "sent: the reason is kept (%s)", queen_errmsg(q));
+	queen_batch_rollback(q);
+	is_int(tail_of(q, Q, NULL), 1, "sent: the partition is untouched");
+	is_int(tail_of(q, "other", NULL), -1, "sent: nor was 'other' made");
+	ok(raw_sql(&f,
+	       "DELETE FROM messages WHERE payload = "
+	       "'in the way'::bytea"),
+	    "sent: the row out of the way");
+	is_int(push1(q, Q, NULL, "m2", "x"), 2, "sent: the push lands now");
+	ok(!queen_failed(q, why, sizeof(why)), "sent: q is not failed (%s)",
+	    why);
+	fix_close(&f);
+}
+
 int
 main(void)
 {
@@ -501,5 +567,6 @@ main(void)
 	test_create_race();
 	test_events();
 	test_lost_connection();
+	test_sent_write_fails();
 	return done_testing();
 }

@@ -36,6 +36,9 @@
 	"ORDER BY next_at, partition_id LIMIT " QUEEN_STR(CURSOR_READY_PAGE)
 #define TIMER_COLS "key, part_name, due_at, created_at, payload"
 #define LOCK " FOR UPDATE"
+#define BEGIN_RC begin_rc
+
+static const char begin_rc[] = "BEGIN ISOLATION LEVEL READ COMMITTED";
 
 struct stmt_def {
 	const char *name;
@@ -162,8 +165,7 @@ static const struct stmt_def sql[ST__N] = {
 	/* group id, upto, after_at, after_pid; rows another process is
 	 * leasing right now are skipped, not waited for */
 	[ST_CUR_READY] = { "cur_ready", CUR_READY },
-	[ST_CUR_READY_LK] = { "cur_ready_lk",
-	    CUR_READY LOCK " SKIP LOCKED" },
+	[ST_CUR_READY_LK] = { "cur_ready_lk", CUR_READY LOCK " SKIP LOCKED" },
 	/* group id */
 	[ST_CUR_LIST_GROUP] = { "cur_list_group",
 	    "SELECT " CUR_COLS " FROM cursors WHERE group_id = $1 "
@@ -187,6 +189,17 @@ static const struct stmt_def sql[ST__N] = {
 	/* partition id */
 	[ST_CUR_MIN] = { "cur_min",
 	    "SELECT min(committed) FROM cursors WHERE partition_id = $1" },
+	/* lease id: the cursor, its partition, queue and group (columns
+	 * from 0, 8, 18 and 39) */
+	[ST_CUR_LEASE_ROWS] = { "cur_lease_rows",
+	    "SELECT * FROM (SELECT " CUR_COLS " FROM cursors "
+	    "WHERE lease_id = $1) c, "
+	    "LATERAL (SELECT " PART_COLS " FROM partitions "
+	    "WHERE id = c.partition_id) p, "
+	    "LATERAL (SELECT " QUEUE_COLS " FROM queues "
+	    "WHERE id = p.queue_id) q, "
+	    "LATERAL (SELECT " GROUP_COLS " FROM groups "
+	    "WHERE id = c.group_id) g" },
 	/* key, created_at, txid, trace_id, payload */
 	[ST_MSG_APPEND] = { "msg_append",
 	    "INSERT INTO messages (id, created_at, txid, trace_id, payload) "
@@ -224,6 +237,10 @@ static const struct stmt_def sql[ST__N] = {
 	[ST_TXN_FIND_HI] = { "txn_find_hi",
 	    "SELECT id, created_at FROM txns WHERE hash = $1 "
 	    "AND id >= $2 AND id <= $3 ORDER BY id DESC LIMIT 1" },
+	/* lo key, hi key, hashes (bytea[]) */
+	[ST_TXN_PREFETCH] = { "txn_prefetch",
+	    "SELECT DISTINCT hash FROM txns WHERE id >= $1 AND id <= $2 "
+	    "AND hash = ANY($3)" },
 	/* key */
 	[ST_TXN_TIME] = { "txn_time",
 	    "SELECT created_at FROM txns WHERE id = $1" },
@@ -309,8 +326,7 @@ static const struct stmt_def sql[ST__N] = {
 	    "VALUES ($1, $2, $3, $4, $5) ON CONFLICT (name) DO UPDATE SET "
 	    "uid = excluded.uid, gid = excluded.gid, mode = excluded.mode, "
 	    "created_at = excluded.created_at" },
-	[ST_NS_DELETE] = { "ns_delete",
-	    "DELETE FROM kv_ns WHERE name = $1" },
+	[ST_NS_DELETE] = { "ns_delete", "DELETE FROM kv_ns WHERE name = $1" },
 	/* now */
 	[ST_NS_LIST] = { "ns_list",
 	    "SELECT name FROM kv_ns UNION SELECT ns FROM kv "
@@ -337,8 +353,7 @@ static const struct stmt_def sql[ST__N] = {
 	    "SELECT " TIMER_COLS ", queue_id FROM timers WHERE due_at <= $1 "
 	    "ORDER BY due_at, seq LIMIT 1" },
 	/* queue name */
-	[ST_NOTIFY] = { "notify",
-	    "SELECT pg_notify('" CHANNEL "', $1)" },
+	[ST_NOTIFY] = { "notify", "SELECT pg_notify('" CHANNEL "', $1)" },
 };
 
 
@@ -400,6 +415,12 @@ fail(struct store *s, const PGresult *r)
 	return pg_errno(state);
 }
 
+int
+pg_fail(struct store *s, const PGresult *r)
+{
+	return fail(s, r);
+}
+
 /* ---- the connection ---- */
 
 static void
@@ -412,13 +433,9 @@ no_notices(void *arg, const char *msg)
 static int
 simple(struct store *s, const char *text)
 {
-	PGresult *r = PQexec(s->c, text);
-	int rc = 0;
+	int rc;
 
-	if (PQresultStatus(r) != PGRES_COMMAND_OK &&
-	    PQresultStatus(r) != PGRES_TUPLES_OK)
-		rc = fail(s, r);
-	PQclear(r);
+	PQclear(pipe_wait(s, ST__N, text, NULL, &rc));
 	return rc;
 }
 
@@ -433,7 +450,8 @@ session(struct store *s)
 	};
 	int rc;
 
-	if ((rc = simple(s, "SET lock_timeout = '5s'")) != 0 ||
+	if ((rc = pipe_start(s)) != 0 ||
+	    (rc = simple(s, "SET lock_timeout = '5s'")) != 0 ||
 	    (rc = simple(s, "SET client_min_messages = warning")) != 0 ||
 	    (rc = simple(s, commit[s->sync])) != 0)
 		return rc;
@@ -466,6 +484,10 @@ pg_close(struct store *s)
 	if (!s)
 		return;
 	PQfinish(s->c);
+	if (s->syncc)
+		PQfinish(s->syncc);
+	free(s->conninfo);
+	free(s->pf.set);
 	free(s->seen);
 	free(s);
 }
@@ -526,35 +548,77 @@ a_null(struct args *a)
 	a_text(a, NULL);
 }
 
-/* Run a statement (prepared on first use); NULL and *rc on failure. */
+const char *
+pg_stmt_name(enum stmt id)
+{
+	return sql[id].name;
+}
+
+const char *
+pg_stmt_sql(enum stmt id)
+{
+	return sql[id].sql;
+}
+
+/*
+ * Run a statement (prepared on first use) with the writes sent before it;
+ * NULL and *rc on failure.
+ */
 PGresult *
 exec(struct store *s, enum stmt id, const struct args *a, int *rc)
 {
+	const char *again[4];
 	PGresult *r;
-	ExecStatusType st;
+	int i, n = 0;
 
 	if (!s->in_tx && s->broken && (*rc = reconnect(s)) != 0)
 		return NULL;
-	if (!s->prepared[id]) {
-		r = PQprepare(s->c, sql[id].name, sql[id].sql, 0, NULL);
-		if (PQresultStatus(r) != PGRES_COMMAND_OK) {
-			*rc = fail(s, r);
-			PQclear(r);
-			return NULL;
+	/* the first wait of a transaction: what it sent only opened it */
+	if (s->in_tx && s->npend > 0 && s->pend[0].text == BEGIN_RC) {
+		for (i = 0; i < s->npend && n >= 0; i++) {
+			if (s->pend[i].prepare)
+				continue;
+			if (!s->pend[i].text || n == 4)
+				n = -1;
+			else
+				again[n++] = s->pend[i].text;
 		}
-		PQclear(r);
-		s->prepared[id] = true;
 	}
-	r = PQexecPrepared(s->c, sql[id].name, a ? a->n : 0,
-	    a ? a->v : NULL, a ? a->len : NULL, a ? a->fmt : NULL, 1);
-	st = PQresultStatus(r);
-	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
-		*rc = fail(s, r);
-		PQclear(r);
+	r = pipe_wait(s, id, NULL, a, rc);
+	if (r || !s->broken || n <= 0)
+		return r;
+	/* a connection lost while idle (a server restart, a terminated
+	 * backend): nothing is lost by connecting again once */
+	if ((*rc = reconnect(s)) != 0)
 		return NULL;
+	for (i = 0; i < n; i++)
+		if ((*rc = pipe_defer(s, ST__N, again[i], NULL)) != 0)
+			return NULL;
+	return pipe_wait(s, id, NULL, a, rc);
+}
+
+/*
+ * The writes a transaction sends without waiting for their answer: the
+ * engine needs nothing back from them, they lock only rows the call has
+ * locked already or a row of their own, and none fails on a client's
+ * input (the engine checked it), so a failure is the store's and fails
+ * the whole transaction at its next wait (pg_pipe.c).
+ */
+static bool
+only_sent(enum stmt id)
+{
+	switch (id) {
+	case ST_MSG_APPEND:
+	case ST_TXN_APPEND:
+	case ST_PART_UPDATE:
+	case ST_CUR_PUT:
+	case ST_CUR_PUT_NEW:
+	case ST_CUR_WAKE:
+	case ST_NOTIFY:
+		return true;
+	default:
+		return false;
 	}
-	*rc = 0;
-	return r;
 }
 
 /* A statement that returns no rows we need; *changed if not NULL. */
@@ -562,7 +626,11 @@ int
 pg_run(struct store *s, enum stmt id, const struct args *a, int64_t *changed)
 {
 	int rc;
-	PGresult *r = exec(s, id, a, &rc);
+	PGresult *r;
+
+	if (!changed && s->in_tx && only_sent(id))
+		return pipe_defer(s, id, NULL, a);
+	r = exec(s, id, a, &rc);
 
 	if (changed)
 		*changed = r ? strtoll(PQcmdTuples(r), NULL, 10) : 0;
@@ -651,6 +719,8 @@ static void
 tx_reset(struct store *s, bool in_tx)
 {
 	s->in_tx = in_tx;
+	s->poisoned = false;
+	pg_prefetch_end(s);
 	s->batch = false;
 	s->sp = 0;
 	s->adopted = 0;
@@ -663,18 +733,19 @@ pg_begin(struct store *s)
 	int rc;
 
 	tx_reset(s, false);
+	/* BEGIN goes out with the first statement that waits, which
+	 * connects again if the connection was lost meanwhile (exec) */
 	if ((s->broken || PQstatus(s->c) != CONNECTION_OK) &&
 	    (rc = reconnect(s)) != 0)
 		return rc;
-	rc = simple(s, "BEGIN ISOLATION LEVEL READ COMMITTED");
-	/* a connection lost while idle (a server restart): nothing is
-	 * lost by connecting again once */
-	if (rc != 0 && s->broken && (rc = reconnect(s)) == 0)
-		rc = simple(s, "BEGIN ISOLATION LEVEL READ COMMITTED");
-	if (rc != 0)
-		return rc;
 	tx_reset(s, true);
-	return 0;
+	rc = pipe_defer(s, ST__N, BEGIN_RC, NULL);
+	if (rc == 0 && !s->durable && s->sync != QUEEN_SYNC_OFF)
+		rc = pipe_defer(s, ST__N, "SET LOCAL synchronous_commit = off",
+		    NULL);
+	if (rc != 0)
+		tx_reset(s, false);
+	return rc;
 }
 
 static int
@@ -689,11 +760,17 @@ pg_begin_batch(struct store *s)
 static int
 pg_commit(struct store *s)
 {
-	PGresult *r = PQexec(s->c, "COMMIT");
-	int rc = 0;
+	PGresult *r;
+	int rc;
 
-	if (PQresultStatus(r) != PGRES_COMMAND_OK) {
-		rc = fail(s, r);
+	/* a write sent earlier failed: its call was told it succeeded */
+	if (s->poisoned) {
+		tx_reset(s, false);
+		return -EIO;
+	}
+	r = pipe_wait(s, ST__N, "COMMIT", NULL, &rc);
+	if (!r) {
+		/* rc set; the caller rolls back */
 	} else if (strcmp(PQcmdStatus(r), "ROLLBACK") == 0) {
 		/* a failed statement had aborted it: nothing was kept */
 		snprintf(s->err, sizeof(s->err), "the transaction was aborted "
@@ -706,20 +783,29 @@ pg_commit(struct store *s)
 	return rc;
 }
 
+/*
+ * Twice at most: a ROLLBACK sent behind a write that failed is skipped by
+ * the server with the rest of its pipeline, and the transaction is still
+ * open (aborted) after it.
+ */
 static void
 pg_rollback(struct store *s)
 {
-	if (PQtransactionStatus(s->c) != PQTRANS_IDLE &&
-	    PQstatus(s->c) == CONNECTION_OK)
-		PQclear(PQexec(s->c, "ROLLBACK"));
+	int i, rc;
+
+	for (i = 0; i < 2 && !s->broken && PQstatus(s->c) == CONNECTION_OK &&
+	     (s->npend > 0 || PQtransactionStatus(s->c) != PQTRANS_IDLE);
+	     i++)
+		PQclear(pipe_wait(s, ST__N, "ROLLBACK", NULL, &rc));
 	tx_reset(s, false);
 }
 
 static int
 pg_savepoint(struct store *s)
 {
-	int rc = simple(s, "SAVEPOINT op");
+	int rc = pipe_defer(s, ST__N, "SAVEPOINT op", NULL);
 
+	pg_prefetch_end(s);
 	s->sp += rc == 0;
 	return rc;
 }
@@ -729,16 +815,19 @@ pg_release(struct store *s)
 {
 	if (s->sp > 0)
 		s->sp--;
-	return simple(s, "RELEASE op");
+	pg_prefetch_end(s);
+	return pipe_defer(s, ST__N, "RELEASE op", NULL);
 }
 
+/* A write of the call that failed (and any after it) fails the rest. */
 static void
 pg_rollback_to(struct store *s)
 {
 	if (s->sp > 0)
 		s->sp--;
-	PQclear(PQexec(s->c, "ROLLBACK TO op"));
-	PQclear(PQexec(s->c, "RELEASE op"));
+	pg_prefetch_end(s);
+	if (pipe_defer(s, ST__N, "ROLLBACK TO op", NULL) == 0)
+		pipe_defer(s, ST__N, "RELEASE op", NULL);
 }
 
 
@@ -791,6 +880,50 @@ pg_events(struct store *s, queen_name_cb cb, void *arg)
 	return rc;
 }
 
+static uint64_t
+pg_round_trips(struct store *s)
+{
+	return s->round_trips + atomic_load(&s->sync_trips);
+}
+
+static int
+pg_set_durable(struct store *s, bool durable)
+{
+	s->durable = durable;
+	return 0;
+}
+
+/*
+ * Make every commit so far durable, on the syncer thread's own connection
+ * while the engine's runs the next batch: a transaction that takes an xid
+ * and commits with synchronous_commit on waits for the WAL flush up to its
+ * commit record, which lies after every commit made before it began.
+ */
+static int
+pg_sync(struct store *s)
+{
+	PGresult *r;
+	int rc = 0;
+
+	if (!s->syncc) {
+		if (!(s->syncc = PQconnectdb(s->conninfo)))
+			return -ENOMEM;
+		PQsetNoticeProcessor(s->syncc, no_notices, NULL);
+	} else if (PQstatus(s->syncc) != CONNECTION_OK) {
+		PQreset(s->syncc);
+	}
+	if (PQstatus(s->syncc) != CONNECTION_OK)
+		return -EIO;
+	r = PQexec(s->syncc,
+	    "SET synchronous_commit = on; "
+	    "SELECT txid_current()");
+	atomic_fetch_add(&s->sync_trips, 1);
+	if (PQresultStatus(r) != PGRES_TUPLES_OK)
+		rc = -EIO;
+	PQclear(r);
+	return rc;
+}
+
 static const struct store_ops pg_ops = {
 	.close = pg_close,
 	.errmsg = pg_errmsg,
@@ -837,6 +970,7 @@ static const struct store_ops pg_ops = {
 	.msg_count = pg_msg_count,
 	.msg_purge = pg_msg_purge,
 	.txn_find = pg_txn_find,
+	.txn_prefetch = pg_txn_prefetch,
 	.txn_time = pg_txn_time,
 	.txn_purge = pg_txn_purge,
 	.dlq_insert = pg_dlq_insert,
@@ -861,6 +995,10 @@ static const struct store_ops pg_ops = {
 	.notify = pg_notify,
 	.event_fd = pg_event_fd,
 	.events = pg_events,
+	.round_trips = pg_round_trips,
+	.set_durable = pg_set_durable,
+	.sync = pg_sync,
+	.shared = true,
 };
 
 int
@@ -878,8 +1016,10 @@ pg_open(const struct queen_options *opt, struct store **out,
 		return -ENOMEM;
 	s->ro = opt->read_only;
 	s->sync = opt->sync;
+	s->durable = true;
+	s->conninfo = strdup(opt->path);
 	s->c = PQconnectdb(opt->path);
-	if (!s->c) {
+	if (!s->c || !s->conninfo) {
 		rc = -ENOMEM;
 		goto out_close;
 	}
@@ -891,12 +1031,13 @@ pg_open(const struct queen_options *opt, struct store **out,
 		snprintf(err, errlen, "%s", s->err);
 		goto out_close;
 	}
+	/* before the pipeline: the migration runs plain statements */
+	if (!s->ro && (rc = pg_schema_migrate(s->c, err, errlen)) != 0)
+		goto out_close;
 	if ((rc = session(s)) != 0) {
 		snprintf(err, errlen, "%s", s->err);
 		goto out_close;
 	}
-	if (!s->ro && (rc = pg_schema_migrate(s->c, err, errlen)) != 0)
-		goto out_close;
 	*out = s;
 	*ops = &pg_ops;
 	return 0;

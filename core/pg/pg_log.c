@@ -9,6 +9,150 @@
 
 #include "pg_store.h"
 
+/* ---- prefetched hashes ---- */
+
+static void
+put32(unsigned char **p, uint32_t v)
+{
+	(*p)[0] = (unsigned char)(v >> 24);
+	(*p)[1] = (unsigned char)(v >> 16);
+	(*p)[2] = (unsigned char)(v >> 8);
+	(*p)[3] = (unsigned char)v;
+	*p += 4;
+}
+
+static bool
+empty(const struct hash128 *h)
+{
+	static const struct hash128 z;
+
+	return memcmp(h, &z, sizeof(z)) == 0;
+}
+
+static size_t
+slot(const struct hash128 *h, size_t cap)
+{
+	uint64_t v;
+
+	memcpy(&v, h->b, sizeof(v));
+	return (size_t)(v & (cap - 1));
+}
+
+static bool
+pf_has(const struct store *s, const struct hash128 *h)
+{
+	size_t i;
+
+	for (i = slot(h, s->pf.cap);; i = (i + 1) & (s->pf.cap - 1)) {
+		if (memcmp(&s->pf.set[i], h, sizeof(*h)) == 0)
+			return true;
+		if (empty(&s->pf.set[i]))
+			return false;
+	}
+}
+
+/* Note h as present; past half full the set is given up (nothing known). */
+static void
+pf_put(struct store *s, const struct hash128 *h)
+{
+	size_t i;
+
+	if (s->pf.n + 1 > s->pf.cap / 2) {
+		pg_prefetch_end(s);
+		return;
+	}
+	for (i = slot(h, s->pf.cap);; i = (i + 1) & (s->pf.cap - 1)) {
+		if (memcmp(&s->pf.set[i], h, sizeof(*h)) == 0)
+			return;
+		if (empty(&s->pf.set[i]))
+			break;
+	}
+	s->pf.set[i] = *h;
+	s->pf.n++;
+}
+
+void
+pg_prefetch_end(struct store *s)
+{
+	s->pf.pid = 0;
+}
+
+/* Known absent: prefetched for pid from lo or below, and not found. */
+static bool
+pf_absent(const struct store *s, int64_t pid, const struct hash128 *h,
+    int64_t lo)
+{
+	return s->pf.pid != 0 && s->pf.pid == pid && lo >= s->pf.lo &&
+	    !empty(h) && !pf_has(s, h);
+}
+
+/*
+ * One statement for the n hashes: those of them in pid from lo up.  The
+ * call holds the partition's row lock (appends take it first), so until
+ * the call ends only its own appends add hash rows, and pg_msg_append
+ * notes them.  The hashes go as one binary bytea[].
+ */
+int
+pg_txn_prefetch(struct store *s, int64_t pid, const struct hash128 *h, size_t n,
+    int64_t lo)
+{
+	struct args a = { 0 };
+	unsigned char *arr, *p;
+	size_t cap, i, len = 20 + 20 * n;
+	PGresult *r;
+	int rc;
+
+	pg_prefetch_end(s);
+	if (!s->in_tx || n == 0 || n > 4096)
+		return 0;
+	for (cap = 16; cap < 4 * n; cap *= 2)
+		;
+	if (cap > s->pf.cap) {
+		struct hash128 *v = realloc(s->pf.set, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		s->pf.set = v;
+		s->pf.cap = cap;
+	}
+	if (!(arr = malloc(len)))
+		return -ENOMEM;
+	p = arr;
+	put32(&p, 1);  /* dimensions */
+	put32(&p, 0);  /* no NULLs */
+	put32(&p, 17); /* of bytea */
+	put32(&p, (uint32_t)n);
+	put32(&p, 1); /* lower bound */
+	for (i = 0; i < n; i++) {
+		put32(&p, 16);
+		memcpy(p, h[i].b, 16);
+		p += 16;
+	}
+	if (lo < 1)
+		lo = 1;
+	a_int(&a, PB(pid) + lo);
+	a_int(&a, PB(pid) + MAX_OFFSET);
+	a_bytes(&a, arr, len);
+	r = exec(s, ST_TXN_PREFETCH, &a, &rc);
+	free(arr);
+	if (!r)
+		return rc;
+	memset(s->pf.set, 0, s->pf.cap * sizeof(*s->pf.set));
+	s->pf.n = 0;
+	s->pf.pid = pid;
+	s->pf.lo = lo;
+	for (i = 0; i < (size_t)PQntuples(r) && s->pf.pid; i++) {
+		struct hash128 g;
+
+		if (PQgetlength(r, (int)i, 0) != 16)
+			continue;
+		memcpy(g.b, PQgetvalue(r, (int)i, 0), 16);
+		pf_put(s, &g);
+	}
+	PQclear(r);
+	return 0;
+}
+
 /* ---- messages and hash rows ---- */
 
 int
@@ -26,6 +170,8 @@ pg_msg_append(struct store *s, int64_t pid, int64_t off, int64_t at,
 	a_bytes(&a, payload, len);
 	if ((rc = pg_run(s, ST_MSG_APPEND, &a, NULL)) != 0)
 		return rc;
+	if (s->pf.pid == pid)
+		pf_put(s, h);
 	a_int(&b, PB(pid) + off);
 	a_bytes(&b, h->b, 16);
 	a_int(&b, at);
@@ -148,7 +294,7 @@ pg_txn_find(struct store *s, int64_t pid, const struct hash128 *h,
 		lo = 1;
 	if (hi > MAX_OFFSET)
 		hi = MAX_OFFSET;
-	if (lo > hi)
+	if (lo > hi || pf_absent(s, pid, h, lo))
 		return -ENOENT;
 	a_bytes(&a, h->b, 16);
 	a_int(&a, PB(pid) + lo);

@@ -7,6 +7,8 @@
 #ifndef PG_STORE_H
 #define PG_STORE_H
 
+#include <stdatomic.h>
+
 #include "pg.h"
 
 #define PB(pid) ((int64_t)(pid) << OFFSET_BITS)
@@ -17,28 +19,81 @@
  * locked() picks the twin inside a read-write transaction.
  */
 enum stmt {
-	ST_QUEUE_GET, ST_QUEUE_BY_ID, ST_QUEUE_INSERT, ST_QUEUE_UPDATE,
-	ST_QUEUE_DELETE, ST_QUEUE_LIST, ST_QUEUE_MSGS, ST_QUEUE_GROUPS,
+	ST_QUEUE_GET,
+	ST_QUEUE_BY_ID,
+	ST_QUEUE_INSERT,
+	ST_QUEUE_UPDATE,
+	ST_QUEUE_DELETE,
+	ST_QUEUE_LIST,
+	ST_QUEUE_MSGS,
+	ST_QUEUE_GROUPS,
 	ST_QUEUE_TIMERS,
-	ST_PART_GET, ST_PART_GET_LK, ST_PART_BY_ID, ST_PART_BY_UUID,
-	ST_PART_INSERT, ST_PART_UPDATE, ST_PART_LIST, ST_PART_LIST_LK,
-	ST_GROUP_GET, ST_GROUP_BY_ID, ST_GROUP_INSERT, ST_GROUP_UPDATE,
-	ST_GROUP_DELETE, ST_GROUP_LIST,
-	ST_CUR_GET, ST_CUR_GET_LK, ST_CUR_PUT, ST_CUR_PUT_NEW,
-	ST_CUR_BY_LEASE, ST_CUR_BY_LEASE_LK, ST_CUR_READY, ST_CUR_READY_LK,
-	ST_CUR_LIST_GROUP, ST_CUR_LIST_GROUP_LK, ST_CUR_LIST_PART,
-	ST_CUR_LIST_PART_LK, ST_CUR_WAKE, ST_CUR_DEL_GROUP, ST_CUR_MIN,
-	ST_MSG_APPEND, ST_TXN_APPEND, ST_MSG_SCAN, ST_MSG_SCAN_META,
-	ST_MSG_TIME, ST_MSG_NEXT, ST_MSG_COUNT, ST_MSG_PURGE,
+	ST_PART_GET,
+	ST_PART_GET_LK,
+	ST_PART_BY_ID,
+	ST_PART_BY_UUID,
+	ST_PART_INSERT,
+	ST_PART_UPDATE,
+	ST_PART_LIST,
+	ST_PART_LIST_LK,
+	ST_GROUP_GET,
+	ST_GROUP_BY_ID,
+	ST_GROUP_INSERT,
+	ST_GROUP_UPDATE,
+	ST_GROUP_DELETE,
+	ST_GROUP_LIST,
+	ST_CUR_GET,
+	ST_CUR_GET_LK,
+	ST_CUR_PUT,
+	ST_CUR_PUT_NEW,
+	ST_CUR_BY_LEASE,
+	ST_CUR_BY_LEASE_LK,
+	ST_CUR_READY,
+	ST_CUR_READY_LK,
+	ST_CUR_LIST_GROUP,
+	ST_CUR_LIST_GROUP_LK,
+	ST_CUR_LIST_PART,
+	ST_CUR_LIST_PART_LK,
+	ST_CUR_WAKE,
+	ST_CUR_DEL_GROUP,
+	ST_CUR_MIN,
+	ST_CUR_LEASE_ROWS,
+	ST_MSG_APPEND,
+	ST_TXN_APPEND,
+	ST_MSG_SCAN,
+	ST_MSG_SCAN_META,
+	ST_MSG_TIME,
+	ST_MSG_NEXT,
+	ST_MSG_COUNT,
+	ST_MSG_PURGE,
 	ST_MSG_DELETE_PART,
-	ST_TXN_FIND_LO, ST_TXN_FIND_HI, ST_TXN_TIME, ST_TXN_PURGE,
+	ST_TXN_FIND_LO,
+	ST_TXN_FIND_HI,
+	ST_TXN_PREFETCH,
+	ST_TXN_TIME,
+	ST_TXN_PURGE,
 	ST_TXN_DELETE_PART,
-	ST_DLQ_INSERT, ST_DLQ_LIST, ST_DLQ_LIST_META, ST_DLQ_GET, ST_DLQ_GET_META,
-	ST_DLQ_COUNT, ST_DLQ_DELETE,
-	ST_KV_GET, ST_KV_PUT, ST_KV_DELETE, ST_KV_EXPIRY, ST_KV_LIST,
+	ST_DLQ_INSERT,
+	ST_DLQ_LIST,
+	ST_DLQ_LIST_META,
+	ST_DLQ_GET,
+	ST_DLQ_GET_META,
+	ST_DLQ_COUNT,
+	ST_DLQ_DELETE,
+	ST_KV_GET,
+	ST_KV_PUT,
+	ST_KV_DELETE,
+	ST_KV_EXPIRY,
+	ST_KV_LIST,
 	ST_KV_PURGE,
-	ST_NS_GET, ST_NS_PUT, ST_NS_DELETE, ST_NS_LIST,
-	ST_TIMER_PUT, ST_TIMER_DELETE, ST_TIMER_GET, ST_TIMER_LIST,
+	ST_NS_GET,
+	ST_NS_PUT,
+	ST_NS_DELETE,
+	ST_NS_LIST,
+	ST_TIMER_PUT,
+	ST_TIMER_DELETE,
+	ST_TIMER_GET,
+	ST_TIMER_LIST,
 	ST_TIMER_DUE,
 	ST_NOTIFY,
 	ST__N
@@ -53,6 +108,15 @@ _Static_assert(ST_CUR_LIST_PART_LK == LOCKED_TWIN(ST_CUR_LIST_PART), "twin");
 _Static_assert(ST_CUR_READY_LK == LOCKED_TWIN(ST_CUR_READY), "twin");
 _Static_assert(ST_PART_GET_LK == LOCKED_TWIN(ST_PART_GET), "twin");
 _Static_assert(ST_PART_LIST_LK == LOCKED_TWIN(ST_PART_LIST), "twin");
+/* a statement sent whose answer is not read yet (pg_pipe.c) */
+struct pend {
+	enum stmt id;     /* ST__N: the text */
+	bool prepare;     /* its Parse, not its run */
+	const char *text; /* a literal */
+};
+/* past this many, a Sync goes out before the next statement */
+#define PEND_MAX 1024
+
 struct store {
 	PGconn *c;
 	bool prepared[ST__N];
@@ -69,6 +133,34 @@ struct store {
 	int64_t adopted;
 	int64_t *seen;
 	size_t nseen, capseen;
+	uint64_t round_trips; /* waits for the server since open */
+	/* sent, not answered: writes whose answer the engine needs not
+	 * wait for; a failure among them poisons the transaction (it can
+	 * only roll back) */
+	struct pend pend[PEND_MAX];
+	int npend;
+	bool poisoned;
+	/* txn_prefetch's answer for one partition until the call ends:
+	 * the hashes found, and those appended since (pid 0: none) */
+	struct {
+		int64_t pid, lo;
+		struct hash128 *set; /* open addressing; all-zero: empty */
+		size_t cap, n;
+	} pf;
+	/* the rows read with a lease (pg_rows.c), which the lookups that
+	 * follow it may take from here until the next statement is sent */
+	struct {
+		bool valid;
+		struct part_row p;
+		struct queue_row q;
+		struct group_row g;
+	} ahead;
+	bool durable; /* false: the next transactions commit
+				 * without waiting for the WAL flush */
+	/* the syncer thread's: a connection of its own (see pg_sync) */
+	char *conninfo;
+	PGconn *syncc;
+	_Atomic uint64_t sync_trips;
 	char err[256];
 };
 #define MAXP 24
@@ -81,6 +173,18 @@ struct args {
 	int fmt[MAXP];
 	char num[MAXP][24];
 };
+
+/* db_pg.c */
+int pg_fail(struct store *s, const PGresult *r);
+const char *pg_stmt_name(enum stmt id);
+const char *pg_stmt_sql(enum stmt id);
+/* pg_pipe.c: send and wait for this and all sent before it (a text when
+ * id is ST__N); send only, inside a transaction */
+int pipe_start(struct store *s);
+PGresult *pipe_wait(struct store *s, enum stmt id, const char *text,
+    const struct args *a, int *rc);
+int pipe_defer(struct store *s, enum stmt id, const char *text,
+    const struct args *a);
 
 void a_int(struct args *a, int64_t v);
 void a_text(struct args *a, const char *t);
@@ -143,6 +247,9 @@ int pg_msg_purge(struct store *s, int64_t pid, int64_t upto, int64_t limit,
     int64_t *deleted);
 int pg_txn_find(struct store *s, int64_t pid, const struct hash128 *h,
     int64_t lo, int64_t hi, bool highest, int64_t *off, int64_t *at);
+int pg_txn_prefetch(struct store *s, int64_t pid, const struct hash128 *h,
+    size_t n, int64_t lo);
+void pg_prefetch_end(struct store *s);
 int pg_txn_time(struct store *s, int64_t pid, int64_t off, int64_t *at);
 int pg_txn_purge(struct store *s, int64_t pid, int64_t upto, int64_t limit,
     int64_t *deleted);

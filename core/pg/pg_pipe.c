@@ -1,0 +1,163 @@
+/*
+ * pg_pipe.c - the PostgreSQL connection's pipeline (libpq pipeline mode):
+ * statements are sent without waiting, and one Sync collects every answer
+ * sent before it, so a round trip carries all the writes queued since the
+ * last one.  Which statements may go unanswered is db_pg.c's choice; what
+ * a statement means is not known here.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "pg_store.h"
+
+/* The connection is lost or out of step: forget what was sent. */
+static int
+lost(struct store *s)
+{
+	int rc = pg_fail(s, NULL);
+
+	s->broken = true;
+	s->npend = 0;
+	return rc ? rc : -EIO;
+}
+
+int
+pipe_start(struct store *s)
+{
+	s->npend = 0;
+	if (PQpipelineStatus(s->c) == PQ_PIPELINE_OFF &&
+	    !PQenterPipelineMode(s->c))
+		return lost(s);
+	return 0;
+}
+
+/*
+ * A write sent earlier failed after its call had been told it succeeded:
+ * nothing of the transaction may be kept.  A refusal the caller could act
+ * on keeps its errno (EBUSY: retry); anything else is an I/O error.
+ */
+static int
+poison(struct store *s, int rc)
+{
+	if (s->in_tx)
+		s->poisoned = true;
+	switch (rc) {
+	case -EBUSY:
+	case -ENOSPC:
+	case -ENOMEM:
+	case -EROFS:
+	case -EACCES:
+		return rc;
+	}
+	return -EIO;
+}
+
+/*
+ * Send a Sync and read the answers of everything sent: one round trip.
+ * want: hand back the last statement's result (NULL with *rc on its
+ * failure, or when an earlier one failed).
+ */
+static PGresult *
+drain(struct store *s, bool want, int *rc)
+{
+	PGresult *r, *keep = NULL;
+	int i, n = s->npend, bad = -1;
+
+	*rc = 0;
+	if (!PQpipelineSync(s->c)) {
+		*rc = lost(s);
+		return NULL;
+	}
+	s->round_trips++;
+	s->npend = 0;
+	for (i = 0; i < n; i++) {
+		const struct pend *e = &s->pend[i];
+		ExecStatusType st;
+
+		if (!(r = PQgetResult(s->c))) {
+			PQclear(keep);
+			*rc = lost(s);
+			return NULL;
+		}
+		st = PQresultStatus(r);
+		if (st == PGRES_FATAL_ERROR && bad < 0) {
+			*rc = pg_fail(s, r);
+			bad = i;
+		}
+		/* a Parse skipped or refused left nothing prepared */
+		if (e->prepare && st != PGRES_COMMAND_OK)
+			s->prepared[e->id] = false;
+		if (want && i == n - 1 && bad < 0)
+			keep = r;
+		else
+			PQclear(r);
+		/* each statement's answers end with a NULL */
+		while ((r = PQgetResult(s->c)) != NULL)
+			PQclear(r);
+	}
+	r = PQgetResult(s->c);
+	if (!r || PQresultStatus(r) != PGRES_PIPELINE_SYNC) {
+		PQclear(r);
+		PQclear(keep);
+		*rc = lost(s);
+		return NULL;
+	}
+	PQclear(r);
+	if (bad >= 0 && (bad < n - 1 || !want))
+		*rc = poison(s, *rc);
+	return keep;
+}
+
+/* Queue one statement (a text when id is ST__N), preparing it first. */
+static int
+send(struct store *s, enum stmt id, const char *text, const struct args *a)
+{
+	int ok, rc;
+
+	s->ahead.valid = false;
+	if (s->npend + 2 > PEND_MAX) {
+		PQclear(drain(s, false, &rc));
+		if (rc != 0)
+			return rc;
+	}
+	if (id != ST__N && !s->prepared[id]) {
+		if (!PQsendPrepare(s->c, pg_stmt_name(id), pg_stmt_sql(id), 0,
+			NULL))
+			return lost(s);
+		s->pend[s->npend++] = (struct pend){ id, true, NULL };
+		s->prepared[id] = true;
+	}
+	if (id == ST__N)
+		ok = PQsendQueryParams(s->c, text, 0, NULL, NULL, NULL, NULL,
+		    0);
+	else
+		ok = PQsendQueryPrepared(s->c, pg_stmt_name(id), a ? a->n : 0,
+		    a ? a->v : NULL, a ? a->len : NULL, a ? a->fmt : NULL, 1);
+	if (!ok)
+		return lost(s);
+	s->pend[s->npend++] = (struct pend){ id, false, text };
+	return 0;
+}
+
+PGresult *
+pipe_wait(struct store *s, enum stmt id, const char *text, const struct args *a,
+    int *rc)
+{
+	if ((*rc = send(s, id, text, a)) != 0)
+		return NULL;
+	return drain(s, true, rc);
+}
+
+int
+pipe_defer(struct store *s, enum stmt id, const char *text,
+    const struct args *a)
+{
+	int rc;
+
+	if (!s->in_tx) {
+		PQclear(pipe_wait(s, id, text, a, &rc));
+		return rc;
+	}
+	return send(s, id, text, a);
+}
