@@ -203,7 +203,7 @@ test_partitions(void)
 	const char *parts[] = { "p1", "p2", "p3" };
 	json_t *ms, *m;
 	struct res r;
-	char txid[8];
+	char txid[24];
 	size_t i;
 
 	for (i = 0; i < 3; i++) {
