@@ -65,8 +65,26 @@ static struct {
 	int64_t ev_retry;       /* when to ask again after an error */
 	bool ev_logged;
 	uint64_t ev_failures;   /* commit_failures when last asked */
+	bool events;            /* the store announces across mounts */
+	struct watch *watches;  /* the queues whose announcements we get */
+	bool watch_logged;
 	struct engine_counters c;
 } E = { .mu = PTHREAD_MUTEX_INITIALIZER, .kickfd = -1, .evfd = -1 };
+
+/*
+ * A queue whose announcements this mount receives: while a reader waits
+ * on it or a poll handle watches it, and until the first tick at least
+ * WATCH_LINGER_MS after the last one left (a consumer that loops on
+ * `next` does not LISTEN and UNLISTEN at every message).
+ */
+#define WATCH_LINGER_MS 1000
+struct watch {
+	struct watch *next;
+	int64_t seen;      /* when a reader last used it */
+	int64_t failed_at; /* LISTEN failed then: not again this tick */
+	bool on;           /* the store listens */
+	char queue[];
+};
 
 struct ijob {
 	struct job j;
@@ -213,6 +231,31 @@ engine_interrupt(uint64_t waiter_id)
 	post(&ij->j);
 }
 
+/* queue has a reader now: receive its announcements (watch_flush) */
+static void
+watch_note(const char *queue)
+{
+	struct watch *w;
+	size_t n;
+
+	if (!E.events || !queue)
+		return;
+	for (w = E.watches; w; w = w->next) {
+		if (strcmp(w->queue, queue) == 0) {
+			w->seen = fs_now();
+			return;
+		}
+	}
+	n = strlen(queue) + 1;
+	/* without it the reader still retries when its due time comes */
+	if (!(w = calloc(1, sizeof(*w) + n)))
+		return;
+	memcpy(w->queue, queue, n);
+	w->seen = fs_now();
+	w->next = E.watches;
+	E.watches = w;
+}
+
 static void
 park(struct job *j)
 {
@@ -228,6 +271,7 @@ park(struct job *j)
 	j->next = E.waiters;
 	E.waiters = j;
 	E.c.waiters++;
+	watch_note(j->wait_queue);
 	if (first)
 		fuse_req_interrupt_func(j->req, interrupt_cb,
 		    (void *)(uintptr_t)j->waiter_id);
@@ -251,6 +295,68 @@ notify_queue(const char *queue)
 		nx = h->poll_next;
 		if (!queue || strcmp(h->node->queue, queue) == 0)
 			poll_fire(h);
+	}
+}
+
+/*
+ * Outside a batch: listen to the queues watch_note added.  What was
+ * announced before the LISTEN was missed, so their readers try again.
+ */
+static void
+watch_flush(void)
+{
+	int64_t now = fs_now();
+	int rc;
+
+	for (struct watch *w = E.watches; w; w = w->next) {
+		if (w->on || now - w->failed_at < TICK_MS)
+			continue;
+		if ((rc = queen_event_watch(E.q, w->queue, true)) < 0) {
+			w->failed_at = now;
+			if (rc != -ENOENT && !E.watch_logged)
+				fs_log("wake-ups of queue %s from other "
+				       "mounts: "
+				       "%s (%s); readers retry when due",
+				    w->queue, queen_errmsg(E.q), strerror(-rc));
+			E.watch_logged = rc != -ENOENT;
+			continue;
+		}
+		w->on = true;
+		if (rc > 0)
+			notify_queue(w->queue);
+	}
+}
+
+static bool
+watch_used(const char *queue)
+{
+	for (struct job *w = E.waiters; w; w = w->next)
+		if (strcmp(w->wait_queue, queue) == 0)
+			return true;
+	for (struct handle *h = E.polls; h; h = h->poll_next)
+		if (strcmp(h->node->queue, queue) == 0)
+			return true;
+	return false;
+}
+
+/* At the tick: stop listening to the queues nobody waits on any more. */
+static void
+watch_sweep(int64_t now)
+{
+	struct watch *w, **pp;
+
+	for (pp = &E.watches; (w = *pp);) {
+		if (watch_used(w->queue))
+			w->seen = now;
+		if (now - w->seen < WATCH_LINGER_MS) {
+			pp = &w->next;
+			continue;
+		}
+		*pp = w->next;
+		if (w->on && queen_event_watch(E.q, w->queue, false) < 0)
+			fs_log("wake-ups of queue %s: %s", w->queue,
+			    queen_errmsg(E.q));
+		free(w);
 	}
 }
 
@@ -433,6 +539,7 @@ run_batch(struct job *list)
 		nx = j->next;
 		finish(j);
 	}
+	watch_flush();
 }
 
 static void
@@ -664,6 +771,7 @@ engine_main(void *arg)
 		if (now - E.last_tick >= TICK_MS) {
 			E.last_tick = now;
 			maintain();
+			watch_sweep(now);
 			stage_replay(E.q);
 			pend_sweep(now);
 			note_sweep(now);
@@ -682,6 +790,11 @@ engine_main(void *arg)
 	}
 	while (E.polls)
 		engine_poll_drop(E.polls);
+	while (E.watches) {
+		struct watch *w = E.watches;
+		E.watches = w->next;
+		free(w);
+	}
 	return NULL;
 }
 
@@ -705,6 +818,7 @@ engine_start(struct queen *q)
 		    strerror(errno));
 	else if (rc < 0 && !E.lead)
 		event_lost(rc, fs_now());
+	E.events = !E.lead && E.kickfd >= 0;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_REALTIME);
 	pthread_cond_init(&E.cv, &ca);
@@ -753,6 +867,7 @@ engine_poll_watch(struct handle *h, const char *queue,
 		fuse_pollhandle_destroy(h->ph);
 	h->ph = ph;
 	h->poll_due = due;
+	watch_note(queue);
 	if (!h->polling) {
 		h->poll_next = E.polls;
 		E.polls = h;

@@ -195,11 +195,13 @@ text_sys_stats(struct queen *q, const struct cred *who, char **out,
 	struct engine_counters c;
 	uint64_t beside, in_writer;
 	struct queen_hash_stats hs;
+	struct queen_event_counts ev;
 	size_t nodes;
 	FILE *f;
 	int rc;
 
 	rc = queen_queue_list(q, sum_cb, &s);
+	queen_event_counts(q, &ev);
 	engine_counters(&c);
 	pthread_mutex_lock(&fs_lock);
 	nodes = fs_nodes;
@@ -215,7 +217,8 @@ text_sys_stats(struct queen *q, const struct cred *who, char **out,
 	    (long long)s.total.duplicates, (long long)s.total.groups);
 	queen_checkpoint_counts(q, &beside, &in_writer);
 	queen_hash_stats(q, &hs);
-	fprintf(f, "pushes = %llu\nacks = %llu\npops = %llu\ncommits = %llu\n"
+	fprintf(f,
+	    "pushes = %llu\nacks = %llu\npops = %llu\ncommits = %llu\n"
 	    "commit_failures = %llu\nwaiting_readers = %llu\n"
 	    "checkpoints = %llu\nwriter_checkpoints = %llu\n"
 	    "hashes_held = %llu\nhashes_folded = %llu\n"
@@ -223,21 +226,22 @@ text_sys_stats(struct queen *q, const struct cred *who, char **out,
 	    "hash_filter_builds = %llu\nhash_filter_building = %d\n"
 	    "page_cache_kib = %llu\nrow_cache_hits = %llu\n"
 	    "row_cache_misses = %llu\nnodes = %zu\nlookups = %llu\n"
-	    "dlq_rows_read = %llu\n",
+	    "dlq_rows_read = %llu\nnotifies = %llu\nnotified = %llu\n"
+	    "listening = %llu\nlistens = %llu\n",
 	    (unsigned long long)c.pushes, (unsigned long long)c.acks,
 	    (unsigned long long)c.pops, (unsigned long long)c.commits,
 	    (unsigned long long)c.commit_failures,
 	    (unsigned long long)c.waiters, (unsigned long long)beside,
 	    (unsigned long long)in_writer, (unsigned long long)hs.held,
-	    (unsigned long long)hs.folded,
-	    (unsigned long long)hs.filter_bytes,
+	    (unsigned long long)hs.folded, (unsigned long long)hs.filter_bytes,
 	    (unsigned long long)hs.filter_skips,
 	    (unsigned long long)hs.filter_builds, hs.filter_building,
-	    (unsigned long long)hs.cache_kib,
-	    (unsigned long long)hs.row_hits,
+	    (unsigned long long)hs.cache_kib, (unsigned long long)hs.row_hits,
 	    (unsigned long long)hs.row_misses, nodes,
 	    (unsigned long long)atomic_load(&fs_lookups),
-	    (unsigned long long)queen_dlq_rows_read(q));
+	    (unsigned long long)queen_dlq_rows_read(q),
+	    (unsigned long long)ev.sent, (unsigned long long)ev.received,
+	    (unsigned long long)ev.watching, (unsigned long long)ev.watches);
 	return close_text(f, out, len, rc < 0 ? rc : 0);
 }
 

@@ -388,56 +388,113 @@ name_cb(void *arg, const char *name)
 	return 0;
 }
 
+/* Drains b's descriptor: how many announcements named queue. */
+static int
+named(struct queen *b, int fd, int ms, const char *queue)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	struct names nm;
+	int i, found = 0;
+
+	memset(&nm, 0, sizeof(nm));
+	queen_events(b, name_cb, &nm);
+	if (poll(&pfd, 1, ms) == 1)
+		queen_events(b, name_cb, &nm);
+	for (i = 0; i < nm.n; i++)
+		found += strcmp(nm.got[i], queue) == 0;
+	return nm.n == found ? found : -1;
+}
+
 static void
 test_events(void)
 {
-	struct fix f;
+	struct fix f, g;
 	struct queen *a = fix_open(&f, "pgm-events");
 	struct queen *b = open_other(&f, NULL);
+	struct queen *c = fix_open(&g, "pgm-events-other");
 	struct queen *lite = NULL;
 	struct queen_options o = { 0 };
 	struct queen_batch *ba = NULL;
 	struct queen_ack_result ar;
-	struct names nm;
+	struct queen_event_counts ca, cb;
 	struct pollfd pfd;
 	char path[320];
-	int fd, rc, i, found = 0;
+	int fd, fc, rc;
 
 	fd = queen_event_fd(b);
 	ok(fd >= 0, "events: b has a descriptor (%d)", fd);
-	memset(&nm, 0, sizeof(nm));
-	is_int(queen_events(b, name_cb, &nm), 0, "events: drain, none yet");
-	is_int(nm.n, 0, "events: nothing before a push");
-	is_int(queen_batch_begin(a, 0), 0, "events: a opens a batch");
+	is_int(queen_event_watch(b, "evq", true), -ENOENT,
+	    "events: no watch of a queue that does not exist");
 	push1(a, "evq", NULL, "e1", "x");
+	push1(c, "evq", NULL, "o1", "x");
+	is_int(queen_event_watch(b, "evq", true), 1,
+	    "events: b starts watching evq");
+	is_int(queen_event_watch(b, "evq", true), 0,
+	    "events: watching it again changes nothing");
+	fc = queen_event_fd(c);
+	is_int(queen_event_watch(c, "evq", true), 1,
+	    "events: c watches its own evq, in another schema");
+
+	/* e1 is waiting: a push behind it wakes nobody */
+	push1(a, "evq", NULL, "e2", "x");
+	is_int(named(b, fd, 300, "evq"), 0,
+	    "events: a push behind a waiting message announces nothing");
+	is_int(pop1(a, "evq", NULL, NULL, 1, &ba), 0, "events: a leases e1");
+	is_int(named(b, fd, 300, "evq"), 0, "events: a pop announces nothing");
+	rc = ack1(a, "evq", NULL, NULL, "e1", "completed",
+	    ba ? ba->lease_id : "x", &ar);
+	ok(rc == 0 && ar.success, "events: a acks e1");
+	ok(named(b, fd, 5000, "evq") >= 1, "events: the ack released the "
+	    "partition with e2 behind: announced");
+	queen_batch_free(ba);
+	ba = NULL;
+	is_int(pop1(a, "evq", NULL, NULL, 1, &ba), 0, "events: a leases e2");
+	rc = ack1(a, "evq", NULL, NULL, "e2", "completed",
+	    ba ? ba->lease_id : "x", &ar);
+	ok(rc == 0 && ar.success, "events: a acks e2");
+	is_int(named(b, fd, 300, "evq"), 0, "events: an ack with nothing "
+	    "behind announces nothing");
+	queen_batch_free(ba);
+	ba = NULL;
+
+	/* the group has read the partition to its end: the next push is
+	 * announced, at commit */
+	is_int(queen_batch_begin(a, 0), 0, "events: a opens a batch");
+	push1(a, "evq", NULL, "e3", "x");
+	push1(a, "evq", NULL, "e4", "x");
 	pfd.fd = fd;
 	pfd.events = POLLIN;
 	is_int(poll(&pfd, 1, 200), 0, "events: nothing before the commit");
 	is_int(queen_batch_commit(a), 0, "events: a commits");
-	rc = poll(&pfd, 1, 5000);
-	is_int(rc, 1, "events: b's descriptor is readable");
-	is_int(queen_events(b, name_cb, &nm), 0, "events: drained");
-	for (i = 0; i < nm.n; i++)
-		found += strcmp(nm.got[i], "evq") == 0;
-	ok(found >= 1, "events: the queue name arrived (%d names)", nm.n);
-
-	/* an ack is announced too: a reader parked on the queue in another
-	 * mount may take the partition now, or the redelivery */
-	is_int(pop1(a, "evq", NULL, NULL, 1, &ba), 0, "events: a leases e1");
-	memset(&nm, 0, sizeof(nm));
-	queen_events(b, name_cb, &nm);
-	is_int(poll(&pfd, 1, 200), 0, "events: a pop announces nothing");
-	rc = ack1(a, "evq", NULL, NULL, "e1", "completed",
+	ok(named(b, fd, 5000, "evq") == 1, "events: one announcement for "
+	    "the two pushes");
+	is_int(named(c, fc, 300, "evq"), 0,
+	    "events: the other schema's evq heard nothing");
+	is_int(pop1(a, "evq", NULL, NULL, 1, &ba), 0, "events: a leases e3");
+	rc = ack1(a, "evq", NULL, NULL, "e3", "failed",
 	    ba ? ba->lease_id : "x", &ar);
-	ok(rc == 0 && ar.success, "events: a acks e1");
-	is_int(poll(&pfd, 1, 5000), 1, "events: b's descriptor is readable "
-	    "after the ack");
-	memset(&nm, 0, sizeof(nm));
-	is_int(queen_events(b, name_cb, &nm), 0, "events: drained");
-	for (i = 0, found = 0; i < nm.n; i++)
-		found += strcmp(nm.got[i], "evq") == 0;
-	ok(found >= 1, "events: the ack named the queue (%d names)", nm.n);
+	ok(rc == 0 && ar.success, "events: a fails e3");
+	ok(named(b, fd, 5000, "evq") >= 1, "events: the failure released the "
+	    "lease for the redelivery: announced");
 	queen_batch_free(ba);
+	ba = NULL;
+	is_int(queen_seek(a, "evq", NULL, NULL, QUEEN_POS_END, 0), 0,
+	    "events: a seeks to the end");
+	ok(named(b, fd, 5000, "evq") >= 1, "events: a seek is announced");
+
+	is_int(queen_event_watch(b, "evq", false), 0, "events: b stops");
+	push1(a, "evq", NULL, "e5", "x");
+	is_int(named(b, fd, 300, "evq"), 0, "events: b hears nothing then");
+	queen_event_counts(a, &ca);
+	queen_event_counts(b, &cb);
+	ok(ca.sent >= 4, "events: a announced %llu times",
+	    (unsigned long long)ca.sent);
+	ok(cb.received >= 4 && cb.watching == 0 && cb.watches == 1,
+	    "events: b received %llu, watches %llu, started %llu",
+	    (unsigned long long)cb.received, (unsigned long long)cb.watching,
+	    (unsigned long long)cb.watches);
+	queen_event_counts(c, &ca);
+	is_int((int)ca.received, 0, "events: c received nothing");
 
 	snprintf(path, sizeof(path), "%s/lite.db", f.dir);
 	o.path = path;
@@ -445,13 +502,16 @@ test_events(void)
 	if (queen_open(&o, &lite) == 0) {
 		is_int(queen_event_fd(lite), -ENOTSUP,
 		    "events: SQLite has no descriptor");
-		is_int(queen_events(lite, name_cb, &nm), -ENOTSUP,
+		is_int(queen_event_watch(lite, "evq", true), -ENOTSUP,
+		    "events: nor watches");
+		is_int(queen_events(lite, name_cb, NULL), -ENOTSUP,
 		    "events: nor events");
 		queen_close(lite);
 	} else {
 		ok(0, "events: SQLite store opens");
 	}
 	queen_close(b);
+	fix_close(&g);
 	fix_close(&f);
 }
 

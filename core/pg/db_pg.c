@@ -13,8 +13,6 @@
 
 #include "pg_store.h"
 
-#define CHANNEL "queen_push"
-
 
 #define QUEUE_COLS "id, name, created_at, uid, gid, mode, lease_time, " \
 	"retry_limit, dlq, batch, wait, delay, window_buffer, dedup_window, " \
@@ -162,8 +160,7 @@ static const struct stmt_def sql[ST__N] = {
 	/* group id, upto, after_at, after_pid; rows another process is
 	 * leasing right now are skipped, not waited for */
 	[ST_CUR_READY] = { "cur_ready", CUR_READY },
-	[ST_CUR_READY_LK] = { "cur_ready_lk",
-	    CUR_READY LOCK " SKIP LOCKED" },
+	[ST_CUR_READY_LK] = { "cur_ready_lk", CUR_READY LOCK " SKIP LOCKED" },
 	/* group id */
 	[ST_CUR_LIST_GROUP] = { "cur_list_group",
 	    "SELECT " CUR_COLS " FROM cursors WHERE group_id = $1 "
@@ -309,8 +306,7 @@ static const struct stmt_def sql[ST__N] = {
 	    "VALUES ($1, $2, $3, $4, $5) ON CONFLICT (name) DO UPDATE SET "
 	    "uid = excluded.uid, gid = excluded.gid, mode = excluded.mode, "
 	    "created_at = excluded.created_at" },
-	[ST_NS_DELETE] = { "ns_delete",
-	    "DELETE FROM kv_ns WHERE name = $1" },
+	[ST_NS_DELETE] = { "ns_delete", "DELETE FROM kv_ns WHERE name = $1" },
 	/* now */
 	[ST_NS_LIST] = { "ns_list",
 	    "SELECT name FROM kv_ns UNION SELECT ns FROM kv "
@@ -336,9 +332,8 @@ static const struct stmt_def sql[ST__N] = {
 	[ST_TIMER_DUE] = { "timer_due",
 	    "SELECT " TIMER_COLS ", queue_id FROM timers WHERE due_at <= $1 "
 	    "ORDER BY due_at, seq LIMIT 1" },
-	/* queue name */
-	[ST_NOTIFY] = { "notify",
-	    "SELECT pg_notify('" CHANNEL "', $1)" },
+	/* channel, payload (the partition id; 0: the queue) */
+	[ST_NOTIFY] = { "notify", "SELECT pg_notify($1, $2)" },
 };
 
 
@@ -422,6 +417,8 @@ simple(struct store *s, const char *text)
 	return rc;
 }
 
+static int listen_all(struct store *s);
+
 /* Session settings, in one place; again after every reconnect. */
 static int
 session(struct store *s)
@@ -440,9 +437,7 @@ session(struct store *s)
 	if (s->ro &&
 	    (rc = simple(s, "SET default_transaction_read_only = on")) != 0)
 		return rc;
-	if (s->listening && (rc = simple(s, "LISTEN " CHANNEL)) != 0)
-		return rc;
-	return 0;
+	return listen_all(s);
 }
 
 /* After a lost connection: connect again, with a fresh session. */
@@ -467,6 +462,7 @@ pg_close(struct store *s)
 		return;
 	PQfinish(s->c);
 	free(s->seen);
+	free(s->chans);
 	free(s);
 }
 
@@ -744,14 +740,131 @@ pg_rollback_to(struct store *s)
 
 /* ---- wake-ups across mounts ---- */
 
-/* Sent with the pushing transaction: delivered at its commit. */
+/*
+ * One channel per queue, named by the schema's oid and the queue's id, so
+ * that two schemas of one database never share one (NOTIFY is per
+ * database already).  A daemon LISTENs only to the queues its readers
+ * wait on; the engine says which (watch).
+ */
+static void
+chan_name(const struct store *s, int64_t qid, char *buf, size_t len)
+{
+	snprintf(buf, len, "queen_%lld_%lld", (long long)s->nsp,
+	    (long long)qid);
+}
+
 static int
-pg_notify(struct store *s, const char *queue)
+listen_cmd(struct store *s, const char *verb, const char *chan)
+{
+	char cmd[96];
+
+	snprintf(cmd, sizeof(cmd), "%s \"%s\"", verb, chan);
+	return simple(s, cmd);
+}
+
+/* After a reconnect: the new session listens to what the old one did. */
+static int
+listen_all(struct store *s)
+{
+	size_t i;
+	int rc;
+
+	for (i = 0; i < s->nchans; i++)
+		if ((rc = listen_cmd(s, "LISTEN", s->chans[i].id)) != 0)
+			return rc;
+	return 0;
+}
+
+/* The oid of the schema that holds the queues table (0: none yet). */
+static int
+schema_oid(struct store *s)
+{
+	PGresult *r = PQexec(s->c,
+	    "SELECT relnamespace::bigint FROM pg_class "
+	    "WHERE oid = to_regclass('queues')");
+	int rc = 0;
+
+	if (PQresultStatus(r) != PGRES_TUPLES_OK)
+		rc = fail(s, r);
+	else if (PQntuples(r) == 1)
+		s->nsp = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+	PQclear(r);
+	return rc;
+}
+
+/* Sent with the transaction: delivered at its commit, to the watchers. */
+static int
+pg_notify(struct store *s, int64_t qid, int64_t pid)
 {
 	struct args a = { 0 };
+	char chan[64];
 
-	a_text(&a, queue);
+	chan_name(s, qid, chan, sizeof(chan));
+	a_text(&a, chan);
+	a_int(&a, pid);
 	return pg_run(s, ST_NOTIFY, &a, NULL);
+}
+
+static struct chan *
+chan_find(struct store *s, const char *name, const char *id)
+{
+	size_t i;
+
+	for (i = 0; i < s->nchans; i++)
+		if ((name && strcmp(s->chans[i].name, name) == 0) ||
+		    (id && strcmp(s->chans[i].id, id) == 0))
+			return &s->chans[i];
+	return NULL;
+}
+
+/* Stop listening to c and drop it from the table: 1, or the errno. */
+static int
+chan_drop(struct store *s, struct chan *c)
+{
+	char id[64];
+	int rc;
+
+	snprintf(id, sizeof(id), "%s", c->id);
+	*c = s->chans[--s->nchans];
+	/* a lost session took its LISTENs with it */
+	if (s->broken || PQstatus(s->c) != CONNECTION_OK)
+		return 1;
+	rc = listen_cmd(s, "UNLISTEN", id);
+	return rc < 0 && !s->broken ? rc : 1;
+}
+
+static int
+pg_watch(struct store *s, int64_t qid, const char *queue, bool on)
+{
+	struct chan *c = chan_find(s, queue, NULL);
+	int rc;
+
+	if (!on)
+		return c ? chan_drop(s, c) : 0;
+	if (c && c->queue_id == qid)
+		return 0;
+	/* a queue made again under its name is another channel */
+	if (c && (rc = chan_drop(s, c)) < 0)
+		return rc;
+	if (s->broken && !s->in_tx && (rc = reconnect(s)) != 0)
+		return rc;
+	if (s->nchans == s->capchans) {
+		size_t cap = s->capchans ? s->capchans * 2 : 8;
+		struct chan *v = realloc(s->chans, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		s->chans = v;
+		s->capchans = cap;
+	}
+	c = &s->chans[s->nchans];
+	c->queue_id = qid;
+	snprintf(c->name, sizeof(c->name), "%s", queue);
+	chan_name(s, qid, c->id, sizeof(c->id));
+	if ((rc = listen_cmd(s, "LISTEN", c->id)) != 0)
+		return rc;
+	s->nchans++;
+	return 1;
 }
 
 static int
@@ -761,11 +874,6 @@ pg_event_fd(struct store *s)
 
 	if (s->broken && !s->in_tx && (rc = reconnect(s)) != 0)
 		return rc;
-	if (!s->listening) {
-		if ((rc = simple(s, "LISTEN " CHANNEL)) != 0)
-			return rc;
-		s->listening = true;
-	}
 	fd = PQsocket(s->c);
 	if (fd < 0) {
 		snprintf(s->err, sizeof(s->err), "no connection");
@@ -775,17 +883,19 @@ pg_event_fd(struct store *s)
 	return fd;
 }
 
+/* Our own commits' announcements are skipped: the engine saw them. */
 static int
 pg_events(struct store *s, queen_name_cb cb, void *arg)
 {
 	PGnotify *n;
-	int rc = 0;
+	struct chan *c;
+	int rc = 0, self = PQbackendPID(s->c);
 
 	if (!PQconsumeInput(s->c))
 		return fail(s, NULL);
 	while (rc == 0 && (n = PQnotifies(s->c)) != NULL) {
-		if (strcmp(n->relname, CHANNEL) == 0)
-			rc = cb(arg, n->extra);
+		if (n->be_pid != self && (c = chan_find(s, NULL, n->relname)))
+			rc = cb(arg, c->name);
 		PQfreemem(n);
 	}
 	return rc;
@@ -859,6 +969,7 @@ static const struct store_ops pg_ops = {
 	.timer_list = pg_timer_list,
 	.timer_due = pg_timer_due,
 	.notify = pg_notify,
+	.watch = pg_watch,
 	.event_fd = pg_event_fd,
 	.events = pg_events,
 };
@@ -897,6 +1008,10 @@ pg_open(const struct queen_options *opt, struct store **out,
 	}
 	if (!s->ro && (rc = pg_schema_migrate(s->c, err, errlen)) != 0)
 		goto out_close;
+	if ((rc = schema_oid(s)) != 0) {
+		snprintf(err, errlen, "%s", s->err);
+		goto out_close;
+	}
 	*out = s;
 	*ops = &pg_ops;
 	return 0;

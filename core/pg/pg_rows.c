@@ -628,9 +628,13 @@ pg_cursor_wake(struct store *s, int64_t pid, int64_t at)
 {
 	struct args a = { 0 };
 
+	int64_t n;
+	int rc;
+
 	a_int(&a, pid);
 	a_int(&a, at);
-	return pg_run(s, ST_CUR_WAKE, &a, NULL);
+	rc = pg_run(s, ST_CUR_WAKE, &a, &n);
+	return rc < 0 ? rc : (int)n;
 }
 
 int

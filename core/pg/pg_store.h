@@ -53,6 +53,11 @@ _Static_assert(ST_CUR_LIST_PART_LK == LOCKED_TWIN(ST_CUR_LIST_PART), "twin");
 _Static_assert(ST_CUR_READY_LK == LOCKED_TWIN(ST_CUR_READY), "twin");
 _Static_assert(ST_PART_GET_LK == LOCKED_TWIN(ST_PART_GET), "twin");
 _Static_assert(ST_PART_LIST_LK == LOCKED_TWIN(ST_PART_LIST), "twin");
+struct chan {
+	int64_t queue_id;
+	char name[QUEEN_NAME_MAX + 1];
+	char id[64]; /* within NAMEDATALEN */
+};
 struct store {
 	PGconn *c;
 	bool prepared[ST__N];
@@ -62,7 +67,11 @@ struct store {
 	bool batch;             /* in_tx holds a batch: see locked() */
 	int sp;                 /* savepoints open */
 	bool broken;            /* the connection failed: reset before use */
-	bool listening;
+	/* announcements: queue q of this schema is channel
+	 * queen_<nsp>_<q>, LISTENed while in chans */
+	int64_t nsp;
+	struct chan *chans;
+	size_t nchans, capchans;
 	bool corrupt;           /* the last failure was corruption */
 	/* a group another process created while we tried to (see
 	 * cursor_put), and the partitions whose cursor of it we have seen */
