@@ -177,6 +177,11 @@ struct store_ops {
 	 * stops the list and is returned */
 	int (*part_list)(struct store *st, int64_t queue_id, const char *after,
 	    part_row_cb cb, void *arg);
+	/* the partitions whose retention, completed retention or hash
+	 * purge is due at now, at most limit, in id order, read without
+	 * locking them (NULL: maintenance visits every partition) */
+	int (*part_maint)(struct store *st, int64_t now, int limit,
+	    part_row_cb cb, void *arg);
 
 	int (*group_get)(struct store *st, int64_t queue_id, const char *name,
 	    struct group_row *out);

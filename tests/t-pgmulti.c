@@ -444,7 +444,8 @@ test_events(void)
 	rc = ack1(a, "evq", NULL, NULL, "e1", "completed",
 	    ba ? ba->lease_id : "x", &ar);
 	ok(rc == 0 && ar.success, "events: a acks e1");
-	ok(named(b, fd, 5000, "evq") >= 1, "events: the ack released the "
+	ok(named(b, fd, 5000, "evq") >= 1,
+	    "events: the ack released the "
 	    "partition with e2 behind: announced");
 	queen_batch_free(ba);
 	ba = NULL;
@@ -452,7 +453,8 @@ test_events(void)
 	rc = ack1(a, "evq", NULL, NULL, "e2", "completed",
 	    ba ? ba->lease_id : "x", &ar);
 	ok(rc == 0 && ar.success, "events: a acks e2");
-	is_int(named(b, fd, 300, "evq"), 0, "events: an ack with nothing "
+	is_int(named(b, fd, 300, "evq"), 0,
+	    "events: an ack with nothing "
 	    "behind announces nothing");
 	queen_batch_free(ba);
 	ba = NULL;
@@ -466,15 +468,17 @@ test_events(void)
 	pfd.events = POLLIN;
 	is_int(poll(&pfd, 1, 200), 0, "events: nothing before the commit");
 	is_int(queen_batch_commit(a), 0, "events: a commits");
-	ok(named(b, fd, 5000, "evq") == 1, "events: one announcement for "
+	ok(named(b, fd, 5000, "evq") == 1,
+	    "events: one announcement for "
 	    "the two pushes");
 	is_int(named(c, fc, 300, "evq"), 0,
 	    "events: the other schema's evq heard nothing");
 	is_int(pop1(a, "evq", NULL, NULL, 1, &ba), 0, "events: a leases e3");
-	rc = ack1(a, "evq", NULL, NULL, "e3", "failed",
-	    ba ? ba->lease_id : "x", &ar);
+	rc = ack1(a, "evq", NULL, NULL, "e3", "failed", ba ? ba->lease_id : "x",
+	    &ar);
 	ok(rc == 0 && ar.success, "events: a fails e3");
-	ok(named(b, fd, 5000, "evq") >= 1, "events: the failure released the "
+	ok(named(b, fd, 5000, "evq") >= 1,
+	    "events: the failure released the "
 	    "lease for the redelivery: announced");
 	queen_batch_free(ba);
 	ba = NULL;
@@ -512,6 +516,113 @@ test_events(void)
 	}
 	queen_close(b);
 	fix_close(&g);
+	fix_close(&f);
+}
+
+/* One statement on the fixture's schema: its first value, or -1. */
+static int64_t
+sql_value(const struct fix *f, const char *sql)
+{
+	PGconn *c = PQconnectdb(f->path);
+	PGresult *r = PQexec(c, sql);
+	int64_t v = -1;
+	ExecStatusType st = PQresultStatus(r);
+
+	if (st == PGRES_TUPLES_OK && PQntuples(r) > 0)
+		v = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+	else if (st == PGRES_COMMAND_OK)
+		v = 0;
+	else
+		diag("%s: %s", sql, PQresultErrorMessage(r));
+	PQclear(r);
+	PQfinish(c);
+	return v;
+}
+
+/*
+ * The maintenance tick locks only the partitions it changes: another
+ * handle holding a partition row (a push not yet committed) does not
+ * hold it up, and an expired partition elsewhere is purged meanwhile.
+ */
+static void
+test_maint_locks(void)
+{
+	struct fix f;
+	struct queen *a = fix_open(&f, "pgm-maint");
+	struct queen *b = open_other(&f, NULL);
+	bool more = true;
+	ssize_t n;
+
+	push1(a, Q, "busy", "m1", "x");
+	push1(a, "old", "p", "o1", "x");
+	push1(a, "old", "p", "o2", "x");
+	cfg(a, "old", NULL, "retention", "60");
+	f.now += 61 * 1000;
+	is_int(queen_batch_begin(a, 0), 0, "maint: a opens a batch");
+	is_int(push1(a, Q, "busy", "m2", "x"), 2,
+	    "maint: a pushes, holding "
+	    "the partition row");
+	n = queen_maintain(b, &more);
+	ok(n == 2,
+	    "maint: b's tick purged the expired partition without "
+	    "waiting for a's (%zd)",
+	    n);
+	is_int(queen_batch_commit(a), 0, "maint: a commits");
+	is_int(tail_of(b, Q, "busy"), 2, "maint: a's push is there");
+	queen_close(b);
+	fix_close(&f);
+}
+
+/*
+ * A database at schema version 2 (the lease id indexed on cursors)
+ * migrates on first open: a lease taken before is still found and acked.
+ */
+static void
+test_migrate(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "pgm-migrate");
+	struct queen_batch *ba = NULL;
+	struct queen_lease_info li;
+	struct queen_ack_result ar;
+	char lease[QUEEN_ID_LEN + 1] = "";
+	int rc;
+
+	push1(q, Q, NULL, "m1", "x");
+	push1(q, Q, NULL, "m2", "x");
+	is_int(pop1(q, Q, NULL, NULL, 1, &ba), 0, "migrate: m1 leased");
+	if (ba)
+		snprintf(lease, sizeof(lease), "%s", ba->lease_id);
+	queen_batch_free(ba);
+	is_int((int)sql_value(&f,
+		   "DROP TRIGGER cursors_lease ON cursors; "
+		   "DROP FUNCTION queen_lease_index(); DROP TABLE leases; "
+		   "CREATE INDEX cursors_lease ON cursors (lease_id) "
+		   "WHERE lease_id IS NOT NULL; UPDATE queen_meta SET version "
+		   "= 2"),
+	    0, "migrate: the schema made a version 2 one");
+	q = fix_reopen(&f);
+	is_int((int)sql_value(&f, "SELECT version FROM queen_meta"), 3,
+	    "migrate: version 3 after the open");
+	is_int((int)sql_value(&f,
+		   "SELECT count(*) FROM pg_indexes WHERE "
+		   "schemaname = current_schema() AND tablename = 'cursors' "
+		   "AND "
+		   "indexdef LIKE '%lease_id%'"),
+	    0, "migrate: no index on a cursor's lease_id");
+	is_int((int)sql_value(&f, "SELECT count(*) FROM leases"), 1,
+	    "migrate: the live lease is in the leases table");
+	is_int(queen_lease_get(q, lease, &li), 0,
+	    "migrate: the old lease is "
+	    "found");
+	rc = ack1(q, Q, NULL, NULL, "m1", "completed", lease, &ar);
+	ok(rc == 0 && ar.success, "migrate: and acked with");
+	is_int((int)sql_value(&f, "SELECT count(*) FROM leases"), 0,
+	    "migrate: the ack took it out of the leases table");
+	is_int(pop1(q, Q, NULL, NULL, 1, &ba), 0, "migrate: m2 leased");
+	ok(ba && queen_lease_get(q, ba->lease_id, &li) == 0 && li.first == 2,
+	    "migrate: a new lease is found by its id");
+	queen_batch_free(ba);
 	fix_close(&f);
 }
 
@@ -560,6 +671,8 @@ main(void)
 	test_processes();
 	test_create_race();
 	test_events();
+	test_maint_locks();
+	test_migrate();
 	test_lost_connection();
 	return done_testing();
 }

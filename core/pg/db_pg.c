@@ -24,6 +24,9 @@
 	"expiry_charges_retry, auto_ack, timer_delay, hash_retention"
 #define PART_COLS "id, queue_id, name, uuid, head, tail, txns_start, " \
 	"last_push_at, duplicates, created_at"
+#define PART_P_COLS \
+	"p.id, p.queue_id, p.name, p.uuid, p.head, p.tail, " \
+	"p.txns_start, p.last_push_at, p.duplicates, p.created_at"
 #define GROUP_COLS "id, queue_id, name, mode, since, created_at, batch, " \
 	"wait, auto_ack, uid, gid, perm"
 #define CUR_COLS "partition_id, group_id, committed, batch_end, lease_id, " \
@@ -32,6 +35,28 @@
 	"AND next_at >= 0 AND next_at <= $2 " \
 	"AND (next_at, partition_id) > ($3, $4) " \
 	"ORDER BY next_at, partition_id LIMIT " QUEEN_STR(CURSOR_READY_PAGE)
+/* the keys of partition p's first message and first hash row */
+#define SHIFT_P "(p.id << " QUEEN_STR(OFFSET_BITS) ")"
+#define HEAD_KEY SHIFT_P " + p.head"
+#define TXNS_KEY SHIFT_P " + p.txns_start"
+#define PART_MAINT \
+	"SELECT " PART_P_COLS " FROM partitions p " \
+	"JOIN queues q ON q.id = p.queue_id WHERE (p.tail >= p.head AND " \
+	"q.retention > 0 AND EXISTS (SELECT 1 FROM messages m WHERE " \
+	"m.id = " HEAD_KEY " AND m.created_at < $1 - q.retention * 1000)) " \
+	"OR (p.tail >= p.head AND q.completed_retention > 0 AND EXISTS " \
+	"(SELECT 1 FROM messages m WHERE m.id = " HEAD_KEY " AND " \
+	"m.created_at < $1 - q.completed_retention * 1000) AND NOT EXISTS " \
+	"(SELECT 1 FROM cursors c WHERE c.partition_id = p.id AND " \
+	"c.committed < p.head)) OR (p.tail >= p.txns_start AND EXISTS " \
+	"(SELECT 1 FROM txns t WHERE t.id = " TXNS_KEY " AND " \
+	"t.created_at < $1 - q.hash_retention * 1000)) ORDER BY p.id LIMIT $2"
+#define CUR_BY_LEASE \
+	"SELECT c.partition_id, c.group_id, c.committed, " \
+	"c.batch_end, c.lease_id, c.lease_expires_at, c.retry_count, " \
+	"c.next_at FROM leases l JOIN cursors c ON c.partition_id = " \
+	"l.partition_id AND c.group_id = l.group_id WHERE l.lease_id = $1 " \
+	"AND c.lease_id = $1"
 #define TIMER_COLS "key, part_name, due_at, created_at, payload"
 #define LOCK " FOR UPDATE"
 
@@ -107,6 +132,8 @@ static const struct stmt_def sql[ST__N] = {
 	[ST_PART_LIST_LK] = { "part_list_lk",
 	    "SELECT " PART_COLS " FROM partitions "
 	    "WHERE queue_id = $1 AND name > $2 ORDER BY name LIMIT $3" LOCK },
+	/* now, limit: the tests of maint.c's maint_part, in one statement */
+	[ST_PART_MAINT] = { "part_maint", PART_MAINT },
 	/* queue id, name */
 	[ST_GROUP_GET] = { "group_get",
 	    "SELECT " GROUP_COLS " FROM groups "
@@ -152,11 +179,9 @@ static const struct stmt_def sql[ST__N] = {
 	    "INSERT INTO cursors (" CUR_COLS ") "
 	    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8) "
 	    "ON CONFLICT (partition_id, group_id) DO NOTHING" },
-	/* lease id */
-	[ST_CUR_BY_LEASE] = { "cur_by_lease",
-	    "SELECT " CUR_COLS " FROM cursors WHERE lease_id = $1" },
-	[ST_CUR_BY_LEASE_LK] = { "cur_by_lease_lk",
-	    "SELECT " CUR_COLS " FROM cursors WHERE lease_id = $1" LOCK },
+	/* lease id: through the leases table (schema version 3) */
+	[ST_CUR_BY_LEASE] = { "cur_by_lease", CUR_BY_LEASE },
+	[ST_CUR_BY_LEASE_LK] = { "cur_by_lease_lk", CUR_BY_LEASE LOCK " OF c" },
 	/* group id, upto, after_at, after_pid; rows another process is
 	 * leasing right now are skipped, not waited for */
 	[ST_CUR_READY] = { "cur_ready", CUR_READY },
@@ -925,6 +950,7 @@ static const struct store_ops pg_ops = {
 	.part_insert = pg_part_insert,
 	.part_update = pg_part_update,
 	.part_list = pg_part_list,
+	.part_maint = pg_part_maint,
 	.group_get = pg_group_get,
 	.group_by_id = pg_group_by_id,
 	.group_insert = pg_group_insert,

@@ -327,6 +327,28 @@ pg_part_list(struct store *s, int64_t qid, const char *from, part_row_cb cb,
 	return rc;
 }
 
+/* Read whole before the first callback, which may use the store. */
+int
+pg_part_maint(struct store *s, int64_t now, int limit, part_row_cb cb,
+    void *arg)
+{
+	struct args a = { 0 };
+	struct part_row p;
+	PGresult *r;
+	int rc, i;
+
+	a_int(&a, now);
+	a_int(&a, limit);
+	if (!(r = exec(s, ST_PART_MAINT, &a, &rc)))
+		return rc;
+	for (i = 0; rc == 0 && i < PQntuples(r); i++) {
+		read_part(r, i, &p);
+		rc = cb(arg, &p);
+	}
+	PQclear(r);
+	return rc;
+}
+
 /* ---- groups ---- */
 
 static void

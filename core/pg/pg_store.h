@@ -16,12 +16,15 @@
  * with a row-locking twin is followed directly by it (ST_X, ST_X_LK):
  * locked() picks the twin inside a read-write transaction.
  */
+/* a line per noun, not one per statement */
+/* clang-format off */
 enum stmt {
 	ST_QUEUE_GET, ST_QUEUE_BY_ID, ST_QUEUE_INSERT, ST_QUEUE_UPDATE,
 	ST_QUEUE_DELETE, ST_QUEUE_LIST, ST_QUEUE_MSGS, ST_QUEUE_GROUPS,
 	ST_QUEUE_TIMERS,
 	ST_PART_GET, ST_PART_GET_LK, ST_PART_BY_ID, ST_PART_BY_UUID,
 	ST_PART_INSERT, ST_PART_UPDATE, ST_PART_LIST, ST_PART_LIST_LK,
+	ST_PART_MAINT,
 	ST_GROUP_GET, ST_GROUP_BY_ID, ST_GROUP_INSERT, ST_GROUP_UPDATE,
 	ST_GROUP_DELETE, ST_GROUP_LIST,
 	ST_CUR_GET, ST_CUR_GET_LK, ST_CUR_PUT, ST_CUR_PUT_NEW,
@@ -43,6 +46,7 @@ enum stmt {
 	ST_NOTIFY,
 	ST__N
 };
+/* clang-format on */
 
 /* the row-locking twin of a statement that has one: the next enumerator */
 #define LOCKED_TWIN(id) ((enum stmt)((id) + 1))
@@ -119,6 +123,8 @@ int pg_part_by_uuid(struct store *s, const char *uuid, struct part_row *out);
 int pg_part_insert(struct store *s, struct part_row *p);
 int pg_part_update(struct store *s, const struct part_row *p);
 int pg_part_list(struct store *s, int64_t qid, const char *from, part_row_cb cb,
+    void *arg);
+int pg_part_maint(struct store *s, int64_t now, int limit, part_row_cb cb,
     void *arg);
 int pg_group_get(struct store *s, int64_t qid, const char *name,
     struct group_row *out);
