@@ -295,7 +295,7 @@ struct store_ops {
 	int (*watch)(struct store *st, int64_t queue_id, const char *queue,
 	    bool on);
 	int (*event_fd)(struct store *st);
-	int (*events)(struct store *st, queen_name_cb cb, void *arg);
+	int (*events)(struct store *st, queen_event_cb cb, void *arg);
 	/* durable false: the next transactions need not reach the disk
 	 * before commit returns (outside a transaction; NULL: ignored) */
 	int (*set_durable)(struct store *st, bool durable);

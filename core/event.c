@@ -56,21 +56,21 @@ queen_event_watch(struct queen *q, const char *queue, bool on)
 
 struct counted {
 	struct queen *q;
-	queen_name_cb cb;
+	queen_event_cb cb;
 	void *arg;
 };
 
 static int
-counted_cb(void *arg, const char *queue)
+counted_cb(void *arg, const char *queue, int64_t part_id)
 {
 	struct counted *c = arg;
 
 	c->q->ev.received++;
-	return c->cb(c->arg, queue);
+	return c->cb(c->arg, queue, part_id);
 }
 
 int
-queen_events(struct queen *q, queen_name_cb cb, void *arg)
+queen_events(struct queen *q, queen_event_cb cb, void *arg)
 {
 	struct counted c = { q, cb, arg };
 	int rc;

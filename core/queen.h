@@ -748,11 +748,15 @@ int queen_event_watch(struct queen *q, const char *queue, bool on);
 
 /*
  * queen_events - drain the announcements received so far, calling cb with
- * the queue name of each (a queue may come more than once; the change may
- * have been committed by this handle too).  Never blocks.  Returns 0, the
- * callback's non-zero value, -ENOTSUP as above, or -EIO.
+ * the queue name of each and the id of the partition that may now be
+ * leased (user.queen.partition_id's number; 0: any of the queue, as after
+ * a seek or its deletion).  A queue may come more than once.  Never
+ * blocks.  Returns 0, the callback's non-zero value, -ENOTSUP as above,
+ * or -EIO.
  */
-int queen_events(struct queen *q, queen_name_cb cb, void *arg);
+typedef int (
+    *queen_event_cb)(void *arg, const char *queue, int64_t partition_id);
+int queen_events(struct queen *q, queen_event_cb cb, void *arg);
 
 /* What this handle announced and received; zeros on SQLite. */
 struct queen_event_counts {

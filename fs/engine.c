@@ -17,11 +17,13 @@
  * still take back.  Plain reads answer at once, as a filesystem shows
  * written data before it is synced.
  *
- * On a store shared by several mounts (PostgreSQL), pushes committed by
- * other daemons are announced on queen_event_fd: then every job goes to
- * the engine thread, which sleeps in poll() on that descriptor and on an
- * eventfd the submitters kick, and each announcement wakes the waiters and
- * poll handles of its queue like a push through this mount.
+ * On a store shared by several mounts (PostgreSQL), what other daemons
+ * commit that may let a waiting reader succeed is announced on
+ * queen_event_fd, for the queues this mount watches (those its waiters
+ * and poll handles wait on): then every job goes to the engine thread,
+ * which sleeps in poll() on that descriptor and on an eventfd the
+ * submitters kick, and each announcement wakes the waiters and poll
+ * handles of its queue like a push through this mount.
  */
 #include <errno.h>
 #include <poll.h>
@@ -96,6 +98,7 @@ job_free(struct job *j)
 {
 	free(j->notify);
 	free(j->wait_queue);
+	free(j->wait_group);
 	free(j);
 }
 
@@ -187,6 +190,8 @@ finish(struct job *j)
 }
 
 /* An interrupted waiter answers EINTR; any other request is left alone. */
+static void wake_one(const char *queue, const char *group);
+
 static void
 interrupt_run(struct job *j, struct queen *q)
 {
@@ -196,6 +201,9 @@ interrupt_run(struct job *j, struct queen *q)
 		struct job *w = *pp;
 		if (w->waiter_id == id) {
 			*pp = w->next;
+			/* it was to take what was announced: another may */
+			if (w->due == 0)
+				wake_one(w->wait_queue, w->wait_group);
 			w->rc = -EINTR;
 			finish(w);
 			E.c.waiters--;
@@ -294,6 +302,58 @@ notify_queue(const char *queue)
 	for (struct handle *h = E.polls, *nx; h; h = nx) {
 		nx = h->poll_next;
 		if (!queue || strcmp(h->node->queue, queue) == 0)
+			poll_fire(h);
+	}
+}
+
+static bool
+same_group(const char *a, const char *b)
+{
+	return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+/* Wake the first waiter of (queue, group) not woken yet, if any. */
+static void
+wake_one(const char *queue, const char *group)
+{
+	for (struct job *w = E.waiters; w; w = w->next) {
+		if (w->due != 0 && strcmp(w->wait_queue, queue) == 0 &&
+		    same_group(w->wait_group, group)) {
+			w->due = 0;
+			return;
+		}
+	}
+}
+
+/*
+ * Another mount announced one partition of queue: at most one lease of it
+ * per group is to be had, so one waiter of each group tries, not every
+ * waiter of the queue; every poll handle is told (polling takes nothing).
+ */
+static void
+notify_remote(const char *queue)
+{
+	const char *done[16];
+	size_t nd = 0, i;
+
+	for (struct job *w = E.waiters; w; w = w->next) {
+		if (strcmp(w->wait_queue, queue) != 0)
+			continue;
+		for (i = 0; i < nd && !same_group(done[i], w->wait_group); i++)
+			;
+		if (i < nd)
+			continue;
+		/* past 16 groups on one queue, the rest all try */
+		if (nd == sizeof(done) / sizeof(done[0])) {
+			w->due = 0;
+			continue;
+		}
+		done[nd++] = w->wait_group;
+		wake_one(queue, w->wait_group);
+	}
+	for (struct handle *h = E.polls, *nx; h; h = nx) {
+		nx = h->poll_next;
+		if (strcmp(h->node->queue, queue) == 0)
 			poll_fire(h);
 	}
 }
@@ -592,6 +652,7 @@ tend_waiters(int64_t now)
 			if (w->due <= now) {
 				*rt = w;
 				rt = &w->next;
+				E.c.retries++;
 			} else {
 				w->rc = -ENODATA;
 				finish(w);
@@ -629,10 +690,13 @@ next_wake(void)
 /* ---- pushes announced by other mounts on the same store ---- */
 
 static int
-event_cb(void *arg, const char *queue)
+event_cb(void *arg, const char *queue, int64_t part_id)
 {
 	(void)arg;
-	notify_queue(queue);
+	if (part_id > 0)
+		notify_remote(queue);
+	else
+		notify_queue(queue);
 	return 0;
 }
 

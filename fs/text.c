@@ -227,7 +227,7 @@ text_sys_stats(struct queen *q, const struct cred *who, char **out,
 	    "page_cache_kib = %llu\nrow_cache_hits = %llu\n"
 	    "row_cache_misses = %llu\nnodes = %zu\nlookups = %llu\n"
 	    "dlq_rows_read = %llu\nnotifies = %llu\nnotified = %llu\n"
-	    "listening = %llu\nlistens = %llu\n",
+	    "listening = %llu\nlistens = %llu\nwaiter_retries = %llu\n",
 	    (unsigned long long)c.pushes, (unsigned long long)c.acks,
 	    (unsigned long long)c.pops, (unsigned long long)c.commits,
 	    (unsigned long long)c.commit_failures,
@@ -241,7 +241,8 @@ text_sys_stats(struct queen *q, const struct cred *who, char **out,
 	    (unsigned long long)atomic_load(&fs_lookups),
 	    (unsigned long long)queen_dlq_rows_read(q),
 	    (unsigned long long)ev.sent, (unsigned long long)ev.received,
-	    (unsigned long long)ev.watching, (unsigned long long)ev.watches);
+	    (unsigned long long)ev.watching, (unsigned long long)ev.watches,
+	    (unsigned long long)c.retries);
 	return close_text(f, out, len, rc < 0 ? rc : 0);
 }
 

@@ -28,6 +28,21 @@ parked () {
 	wait_until 10 "test \"\$(stat_of \"$1/sys/stats\" waiting_readers)\" = $2"
 }
 
+# settled MOUNT: the retries that listening to a queue starts are over
+# (the count holds still for half a second); sets $tries
+settled () {
+	tries=$(stat_of "$1/sys/stats" waiter_retries)
+	st_n_=20
+	while sleep 0.5 && test $st_n_ -gt 0; do
+		st_t_=$(stat_of "$1/sys/stats" waiter_retries)
+		test "$st_t_" = "$tries" && return 0
+		tries=$st_t_
+		st_n_=$((st_n_ - 1))
+	done
+	echo "settled: waiter_retries still moving"
+	return 1
+}
+
 test_expect_success 'B on the same schema, C on another' '
 	mount_extra b &&
 	mount_extra c --db "$(pg_uri "t0042o_$$")" &&
@@ -114,6 +129,36 @@ test_expect_success 'pushes behind a waiting message announce nothing' '
 	    "B announced the ack only" &&
 	L=$(cat r4) && L=${L%/*} &&
 	mv "$A/queues/w/$L" "$A/queues/w/ack/"
+'
+
+test_expect_success 'three readers wait on A: one push through B makes one of them try' '
+	mkdir "$A/queues/t" &&
+	printf "wait = 30\nlease_time = 300\n" >"$A/queues/t/config" &&
+	: >r7a && : >r7b && : >r7c &&
+	reader "$A/queues/t" r7a && p1=$reader &&
+	reader "$A/queues/t" r7b && p2=$reader &&
+	reader "$A/queues/t" r7c && p3=$reader &&
+	parked "$A" 3 &&
+	settled "$A" &&
+	parked "$A" 3 &&
+	printf six >"$B/queues/t/m6" &&
+	wait_until 20 "test \"\$(stat_of \"$A/sys/stats\" waiting_readers)\" = 2" &&
+	test_is $((tries + 1)) "$(stat_of "$A/sys/stats" waiter_retries)" \
+	    "retries on A" &&
+	printf seven >"$B/queues/t/m7" &&
+	L6=$(cat r7a r7b r7c) &&
+	test_is m6 "${L6##*/}" "the first reader" &&
+	mv "$A/queues/t/$L6" "$A/queues/t/ack/" &&
+	wait_until 20 "test \"\$(stat_of \"$A/sys/stats\" waiting_readers)\" = 1" &&
+	printf eight >"$B/queues/t/partitions/p2/m8" &&
+	wait_until 20 "! kill -0 $p1 2>/dev/null && ! kill -0 $p2 2>/dev/null && ! kill -0 $p3 2>/dev/null" &&
+	cat r7a r7b r7c | sed "s|.*/||" | sort >got &&
+	printf "m6\nm7\nm8\n" >expect &&
+	test_cmp expect got &&
+	for L in $(cat r7a r7b r7c); do
+		test "$L" = "$L6" ||
+		mv "$A/queues/t/$L" "$A/queues/t/ack/" || return 1
+	done
 '
 
 test_expect_success 'a reader on A gets the message when the lease B took runs out' '

@@ -375,16 +375,22 @@ test_create_race(void)
 
 struct names {
 	char got[8][QUEEN_NAME_MAX + 1];
+	int64_t part[8];
 	int n;
 };
 
+static int64_t last_part;
+
 static int
-name_cb(void *arg, const char *name)
+name_cb(void *arg, const char *name, int64_t part_id)
 {
 	struct names *nm = arg;
 
-	if (nm->n < 8)
+	last_part = part_id;
+	if (nm->n < 8) {
+		nm->part[nm->n] = part_id;
 		snprintf(nm->got[nm->n++], sizeof(nm->got[0]), "%s", name);
+	}
 	return 0;
 }
 
@@ -471,6 +477,8 @@ test_events(void)
 	ok(named(b, fd, 5000, "evq") == 1,
 	    "events: one announcement for "
 	    "the two pushes");
+	ok(last_part > 0, "events: it names the partition (%lld)",
+	    (long long)last_part);
 	is_int(named(c, fc, 300, "evq"), 0,
 	    "events: the other schema's evq heard nothing");
 	is_int(pop1(a, "evq", NULL, NULL, 1, &ba), 0, "events: a leases e3");
@@ -485,6 +493,7 @@ test_events(void)
 	is_int(queen_seek(a, "evq", NULL, NULL, QUEEN_POS_END, 0), 0,
 	    "events: a seeks to the end");
 	ok(named(b, fd, 5000, "evq") >= 1, "events: a seek is announced");
+	is_int((int)last_part, 0, "events: for the whole queue");
 
 	is_int(queen_event_watch(b, "evq", false), 0, "events: b stops");
 	push1(a, "evq", NULL, "e5", "x");

@@ -910,7 +910,7 @@ pg_event_fd(struct store *s)
 
 /* Our own commits' announcements are skipped: the engine saw them. */
 static int
-pg_events(struct store *s, queen_name_cb cb, void *arg)
+pg_events(struct store *s, queen_event_cb cb, void *arg)
 {
 	PGnotify *n;
 	struct chan *c;
@@ -920,7 +920,7 @@ pg_events(struct store *s, queen_name_cb cb, void *arg)
 		return fail(s, NULL);
 	while (rc == 0 && (n = PQnotifies(s->c)) != NULL) {
 		if (n->be_pid != self && (c = chan_find(s, NULL, n->relname)))
-			rc = cb(arg, c->name);
+			rc = cb(arg, c->name, strtoll(n->extra, NULL, 10));
 		PQfreemem(n);
 	}
 	return rc;
