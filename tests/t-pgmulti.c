@@ -610,6 +610,7 @@ test_migrate(void)
 		   "WHERE lease_id IS NOT NULL; UPDATE queen_meta SET version "
 		   "= 2"),
 	    0, "migrate: the schema made a version 2 one");
+	queen_close(q);
 	q = fix_reopen(&f);
 	is_int((int)sql_value(&f, "SELECT version FROM queen_meta"), 3,
 	    "migrate: version 3 after the open");
