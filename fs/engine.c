@@ -189,9 +189,9 @@ finish(struct job *j)
 	job_free(j);
 }
 
-/* An interrupted waiter answers EINTR; any other request is left alone. */
 static void wake_one(const char *queue, const char *group);
 
+/* An interrupted waiter answers EINTR; any other request is left alone. */
 static void
 interrupt_run(struct job *j, struct queen *q)
 {
@@ -374,9 +374,8 @@ watch_flush(void)
 		if ((rc = queen_event_watch(E.q, w->queue, true)) < 0) {
 			w->failed_at = now;
 			if (rc != -ENOENT && !E.watch_logged)
-				fs_log("wake-ups of queue %s from other "
-				       "mounts: "
-				       "%s (%s); readers retry when due",
+				fs_log("listening to queue %s: %s (%s); its "
+				       "readers retry when due",
 				    w->queue, queen_errmsg(E.q), strerror(-rc));
 			E.watch_logged = rc != -ENOENT;
 			continue;

@@ -7,6 +7,9 @@
 #                                messages and a reader waiting on A
 #   cycle OPS NOTIFIES           push, pop, ack cycles through A
 #   hot TABLE UPD HOT_UPD        pg_stat_user_tables over the cycles
+#   idle STMTS LOCKING           statements a daemon sends a second when
+#                                idle with 1000 partitions, and how many
+#                                of them lock rows (FOR UPDATE)
 # NOTIFIES counts the announcements a psql session LISTENing on the
 # queue's channels received.  Usage: tests/pg.sh tests/bench/pg-wake.sh
 # [BUILD_DIR] [SAMPLES]
@@ -111,5 +114,32 @@ echo "cycle ${out%% *} $(count cycles)"
 sql "SELECT relname, n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables
     WHERE schemaname = '$SCHEMA' AND n_tup_upd > 0 ORDER BY relname" |
     tr '|' ' ' | sed 's/^/hot /'
+
+# the idle tick with 1000 partitions: statements a second per daemon, and
+# those that lock rows (log_statement = all on the private server, 5 s)
+mkdir "$A/queues/idle"
+python3 - "$A" <<-\PYEOF || exit 1
+	import json, os, sys
+	fd = os.open(sys.argv[1] + "/api/push", os.O_RDWR)
+	items = [{"queue": "idle", "partition": "p%d" % i, "payload": "x"}
+	    for i in range(1000)]
+	os.write(fd, json.dumps({"items": items}).encode())
+	os.read(fd, 1 << 20)
+	os.close(fd)
+	PYEOF
+sleep 2
+log=$(echo "$QUEEN_TEST_PG" | sed -n 's/.*host=\([^&]*\).*/\1/p')/server.log
+sql "ALTER SYSTEM SET log_statement = 'all'" >/dev/null
+sql "SELECT pg_reload_conf()" >/dev/null
+sleep 1
+from=$(wc -c <"$log")
+sleep 5
+to=$(wc -c <"$log")
+sql "ALTER SYSTEM RESET log_statement" >/dev/null
+sql "SELECT pg_reload_conf()" >/dev/null
+tail -c +$((from + 1)) "$log" | head -c $((to - from)) >"$T/idle.log"
+st=$(grep -cE 'LOG:  (statement|execute)' "$T/idle.log")
+lk=$(grep -E 'LOG:  (statement|execute)' "$T/idle.log" | grep -c 'FOR UPDATE')
+echo "idle $((st / 10)) $((lk / 10))"
 echo "\\q" >&3
 exec 3>&-
