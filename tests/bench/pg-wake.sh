@@ -33,6 +33,11 @@ cleanup() {
 		kill "$p" 2>/dev/null
 		wait "$p" 2>/dev/null
 	done
+	# a mount left by a daemon that did not let go: lazily, then
+	for m in "$A" "$B"; do
+		grep -q " $m fuse" /proc/mounts && fusermount3 -u -z "$m" &&
+		    echo "pg-wake: $m needed a lazy unmount" >&2
+	done
 	rm -rf "$T"
 }
 trap cleanup EXIT
