@@ -288,7 +288,8 @@ struct store_ops {
 	 * queue_id may now be leased, delivered at commit to the handles
 	 * watching that queue; watch: start (on; queue_id set) or stop
 	 * (by name; queue_id may be 0) receiving the queue's
-	 * announcements, 1 when this call changed that, else 0; event_fd: the
+	 * announcements, 1 when this call changed that (2: it went on
+	 * from a queue of that name deleted since), else 0; event_fd: the
 	 * descriptor to poll for announcements; events: call cb with the
 	 * queue of each one received. */
 	int (*notify)(struct store *st, int64_t queue_id, int64_t part_id);

@@ -46,12 +46,12 @@ queen_event_watch(struct queen *q, const char *queue, bool on)
 	if (rc < 0)
 		return queen_err(q, rc, "storage: %s", q->ops->errmsg(q->st));
 	if (rc > 0 && on) {
-		q->ev.watching++;
+		q->ev.watching += rc == 1;
 		q->ev.watches++;
 	} else if (rc > 0 && q->ev.watching > 0) {
 		q->ev.watching--;
 	}
-	return on ? rc : 0;
+	return on && rc > 0 ? 1 : 0;
 }
 
 struct counted {

@@ -412,7 +412,7 @@ watch_sweep(int64_t now)
 			continue;
 		}
 		*pp = w->next;
-		if (w->on && queen_event_watch(E.q, w->queue, false) < 0)
+		if (queen_event_watch(E.q, w->queue, false) < 0)
 			fs_log("wake-ups of queue %s: %s", w->queue,
 			    queen_errmsg(E.q));
 		free(w);
@@ -692,10 +692,16 @@ static int
 event_cb(void *arg, const char *queue, int64_t part_id)
 {
 	(void)arg;
-	if (part_id > 0)
+	if (part_id > 0) {
 		notify_remote(queue);
-	else
-		notify_queue(queue);
+		return 0;
+	}
+	/* a seek, or the queue's deletion: one made again under its name
+	 * is another channel, so ask again what to listen to */
+	for (struct watch *w = E.watches; w; w = w->next)
+		if (strcmp(w->queue, queue) == 0)
+			w->on = false;
+	notify_queue(queue);
 	return 0;
 }
 

@@ -174,15 +174,39 @@ test_expect_success 'a reader on A gets the message when the lease B took runs o
 	mv "$A/queues/x/$(cat r5)" "$A/queues/x/ack/"
 '
 
-test_expect_success 'deleting the queue through B answers the reader on A' '
+# a poll() on d/next that A keeps watching throughout: A listens to d
+# from before its deletion to after it is made again
+test_expect_success PYTHON 'deleting the queue through B answers the reader on A' '
 	mkdir "$A/queues/d" &&
 	echo "wait = 30" >"$A/queues/d/config" &&
+	{ "$PYTHON3" -c "
+import os, select, time
+fd = os.open(\"$A/queues/d/next\", os.O_RDONLY | os.O_NONBLOCK)
+p = select.poll()
+p.register(fd, select.POLLIN)
+end = time.time() + 40
+while time.time() < end:
+    p.poll(200)
+" & } && poller=$! && track_pid $poller &&
 	reader "$A/queues/d" r6 &&
 	parked "$A" 1 &&
 	rmdir "$B/queues/d" &&
 	wait_until 20 "! kill -0 $reader 2>/dev/null" &&
 	test_must_fail wait $reader &&
 	grep -q "No such file" r6.err
+'
+
+test_expect_success PYTHON 'the queue made again under its name: its push through B wakes A' '
+	mkdir "$B/queues/d" &&
+	echo "wait = 30" >"$B/queues/d/config" &&
+	reader "$A/queues/d" r6b &&
+	parked "$A" 1 &&
+	printf again >"$B/queues/d/a1" &&
+	wait_until 20 "! kill -0 $reader 2>/dev/null" &&
+	wait $reader &&
+	grep -q "^leased/[^/]*/a1$" r6b &&
+	mv "$A/queues/d/$(cat r6b)" "$A/queues/d/ack/" &&
+	stop_pid $poller
 '
 
 test_expect_success 'with no reader left A stops listening' '

@@ -862,6 +862,7 @@ static int
 pg_watch(struct store *s, int64_t qid, const char *queue, bool on)
 {
 	struct chan *c = chan_find(s, queue, NULL);
+	bool replaced;
 	int rc;
 
 	if (!on)
@@ -871,6 +872,7 @@ pg_watch(struct store *s, int64_t qid, const char *queue, bool on)
 	/* a queue made again under its name is another channel */
 	if (c && (rc = chan_drop(s, c)) < 0)
 		return rc;
+	replaced = c != NULL;
 	if (s->broken && !s->in_tx && (rc = reconnect(s)) != 0)
 		return rc;
 	if (s->nchans == s->capchans) {
@@ -889,7 +891,7 @@ pg_watch(struct store *s, int64_t qid, const char *queue, bool on)
 	if ((rc = listen_cmd(s, "LISTEN", c->id)) != 0)
 		return rc;
 	s->nchans++;
-	return 1;
+	return replaced ? 2 : 1;
 }
 
 static int
