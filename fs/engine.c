@@ -251,6 +251,10 @@ watch_note(const char *queue)
 	for (w = E.watches; w; w = w->next) {
 		if (strcmp(w->queue, queue) == 0) {
 			w->seen = fs_now();
+			/* a reader waits on it, so it exists now: try at once
+			 * even if it did not a moment ago */
+			if (!w->on)
+				w->failed_at = 0;
 			return;
 		}
 	}
@@ -841,6 +845,7 @@ engine_main(void *arg)
 			E.last_tick = now;
 			maintain();
 			watch_sweep(now);
+			watch_flush();
 			stage_replay(E.q);
 			pend_sweep(now);
 			note_sweep(now);
