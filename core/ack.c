@@ -251,9 +251,10 @@ ack_unit(struct queen *q, const struct queen_ack_item *items,
 		r->dlq = dl && rv[i].off == sig && rv[i].st == sst;
 	}
 	/* other mounts' readers parked on this queue may take the
-	 * partition now, or the redelivery */
-	if (q->ops->notify)
-		rc = q->ops->notify(q->st, u->qr.name);
+	 * partition now, or the redelivery: only a released lease with
+	 * something behind it lets one succeed */
+	if (release && c.next_at >= 0)
+		rc = announce(q, u->qr.id, u->p.id);
 out:
 	free(rv);
 	return rc;

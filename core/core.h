@@ -177,6 +177,11 @@ struct store_ops {
 	 * stops the list and is returned */
 	int (*part_list)(struct store *st, int64_t queue_id, const char *after,
 	    part_row_cb cb, void *arg);
+	/* the partitions whose retention, completed retention or hash
+	 * purge is due at now, at most limit, in id order, read without
+	 * locking them (NULL: maintenance visits every partition) */
+	int (*part_maint)(struct store *st, int64_t now, int limit,
+	    part_row_cb cb, void *arg);
 
 	int (*group_get)(struct store *st, int64_t queue_id, const char *name,
 	    struct group_row *out);
@@ -200,7 +205,8 @@ struct store_ops {
 	    cursor_row_cb cb, void *arg);
 	int (*cursor_list_part)(struct store *st, int64_t part_id,
 	    cursor_row_cb cb, void *arg);
-	/* set next_at = at where it is -1 (caught-up cursors of a partition) */
+	/* set next_at = at where it is -1 (caught-up cursors of a
+	 * partition); returns how many it set (>= 0) */
 	int (*cursor_wake)(struct store *st, int64_t part_id, int64_t at);
 	int (*cursor_delete_group)(struct store *st, int64_t group_id);
 	/* min committed over the partition's cursors; tail when none */
@@ -284,12 +290,19 @@ struct store_ops {
 	    struct queen_timer_info **out);
 
 	/* Wake-ups across handles; NULL where the store has none (SQLite).
-	 * notify: announce an append to queue, delivered at commit;
-	 * event_fd: the descriptor to poll for announcements (starts
-	 * listening); events: call cb with the queue of each one received. */
-	int (*notify)(struct store *st, const char *queue);
+	 * notify: announce that partition part_id (0: any) of queue
+	 * queue_id may now be leased, delivered at commit to the handles
+	 * watching that queue; watch: start (on; queue_id set) or stop
+	 * (by name; queue_id may be 0) receiving the queue's
+	 * announcements, 1 when this call changed that (2: it went on
+	 * from a queue of that name deleted since), else 0; event_fd: the
+	 * descriptor to poll for announcements; events: call cb with the
+	 * queue of each one received. */
+	int (*notify)(struct store *st, int64_t queue_id, int64_t part_id);
+	int (*watch)(struct store *st, int64_t queue_id, const char *queue,
+	    bool on);
 	int (*event_fd)(struct store *st);
-	int (*events)(struct store *st, queen_name_cb cb, void *arg);
+	int (*events)(struct store *st, queen_event_cb cb, void *arg);
 	/* durable false: the next transactions need not reach the disk
 	 * before commit returns (outside a transaction; NULL: ignored) */
 	int (*set_durable)(struct store *st, bool durable);
@@ -345,6 +358,7 @@ struct queen {
 	bool failed;              /* a storage I/O error stops all writes */
 	uint64_t fast_pushes;     /* api/push bodies read without jansson */
 	uint64_t dlq_rows;        /* dead-letter rows the store handed up */
+	struct queen_event_counts ev;     /* announcements (event.c) */
 	bool http_maint, http_pop_maint;  /* /api/v1/system/maintenance */
 	/* queen_maintain's walk resumes after this queue's partition ("":
 	 * from the start) */
@@ -362,6 +376,9 @@ int tx_begin(struct queen *q);
 int tx_end(struct queen *q, int rc);
 void uuid_v7(struct queen *q, char out[QUEEN_ID_LEN + 1]);
 int64_t clamp_add(int64_t a, int64_t b);
+
+/* event.c: announce that part_id (0: any) of queue_id may now be leased */
+int announce(struct queen *q, int64_t queue_id, int64_t part_id);
 
 /* core/sqlite/db.c */
 int db_open(const struct queen_options *opt, struct store **out,

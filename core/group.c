@@ -451,6 +451,9 @@ queen_seek(struct queen *q, const char *queue, const char *group,
 	} else {
 		rc = q->ops->part_list(q->st, qr.id, "", seek_part, &s);
 	}
+	/* leases went and cursors moved back, perhaps */
+	if (rc == 0)
+		rc = announce(q, qr.id, partition ? p.id : 0);
 out:
 	return tx_end(q, rc);
 }

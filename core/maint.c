@@ -5,7 +5,9 @@
  * bounded; the caller runs it again while *more says so.  The walk over
  * the partitions visits at most MAINT_PARTS of them a call and goes on
  * where the last call stopped, so a mount with many partitions pays a
- * slice of the walk each tick, not all of it.
+ * slice of the walk each tick, not all of it.  A store that can name the
+ * partitions with work due (part_maint: PostgreSQL, one statement) is
+ * asked for those instead, and only they are locked.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -21,6 +23,7 @@
 struct maint {
 	struct queen *q;
 	const struct queue_row *qr;
+	struct queue_row qbuf; /* part_maint: the queue of the last one */
 	int64_t now;
 	int64_t changed;
 	bool more;
@@ -169,6 +172,32 @@ maint_queue(void *arg, const struct queue_row *qr)
 	return q->ops->part_list(q->st, qr->id, m->prev, maint_part, m);
 }
 
+/*
+ * A partition the store says has work due: locked and read again, since
+ * pushes through other handles move its tail meanwhile, then done as in
+ * the walk.
+ */
+static int
+maint_due(void *arg, const struct part_row *row)
+{
+	struct maint *m = arg;
+	struct queen *q = m->q;
+	struct part_row p;
+	int rc;
+
+	if (!m->qr || m->qr->id != row->queue_id) {
+		m->qr = NULL;
+		if ((rc = q->ops->queue_by_id(q->st, row->queue_id,
+			 &m->qbuf)) != 0)
+			return rc == -ENOENT ? 0 : rc;
+		m->qr = &m->qbuf;
+	}
+	rc = q->ops->part_get(q->st, row->queue_id, row->name, &p);
+	if (rc != 0 || p.id != row->id)
+		return rc == -ENOENT || rc == 0 ? 0 : rc;
+	return maint_part(m, &p);
+}
+
 /* Fire due timers: each push and its timer's removal commit together. */
 static int
 fire_timers(struct maint *m)
@@ -224,7 +253,15 @@ queen_maintain(struct queen *q, bool *more)
 	m.skipping = q->maint_queue[0] != '\0';
 	if ((rc = tx_begin(q)) != 0)
 		return rc;
-	rc = q->ops->queue_list(q->st, maint_queue, &m);
+	/* a store that can find the partitions with work due locks only
+	 * those; a walk reads (and may lock) every one */
+	if (q->ops->part_maint) {
+		/* as the walk, MAINT_PARTS a call; the rest the next */
+		rc = q->ops->part_maint(q->st, m.now, MAINT_PARTS, maint_due,
+		    &m);
+	} else {
+		rc = q->ops->queue_list(q->st, maint_queue, &m);
+	}
 	if (rc == 0)            /* the walk is done: the next starts over */
 		q->maint_queue[0] = q->maint_after[0] = '\0';
 	else if (rc == STOP)

@@ -198,11 +198,17 @@ push_run(struct queen *q, const struct queen_push_item *items, size_t n,
 		if (rc != 0)
 			break;
 		if (!c.woken) {
-			if ((rc = q->ops->cursor_wake(q->st, c.p.id, at)) != 0)
+			/* announced only when a group had read the partition
+			 * to its end (or it held nothing): a reader waits for
+			 * that; messages already waiting are taken anyway */
+			bool empty = c.p.tail < c.p.head;
+
+			if ((rc = q->ops->cursor_wake(q->st, c.p.id, at)) < 0)
 				break;
-			if (q->ops->notify &&
-			    (rc = q->ops->notify(q->st, c.qr.name)) != 0)
+			if ((rc > 0 || empty) &&
+			    (rc = announce(q, c.qr.id, c.p.id)) != 0)
 				break;
+			rc = 0;
 			c.woken = true;
 		}
 		fresh_mark(q, c.p.id, off);

@@ -728,23 +728,58 @@ int queen_kv_ns_set_owner(struct queen *q, const char *ns,
 /* ---- wake-ups across mounts ---- */
 
 /*
- * queen_event_fd - a descriptor that becomes readable when another handle
- * on the same store (another process or host) commits a push; the first
- * call starts listening.  Before polling it, call queen_events: the store
- * may already have read announcements off it during other calls.  The
- * descriptor may change after a lost connection is re-established, so ask
- * again after a storage error.  Returns the descriptor, or -ENOTSUP when
- * the store has no such channel (SQLite: one file, one writer), -EIO.
+ * Another handle on the same store (another process or host) announces a
+ * queue when something in it may have become leasable for a reader that
+ * found nothing: a push into a partition some group had read to its end
+ * (or that held nothing), an ack or failure that released a lease with
+ * messages behind it, a seek, a timer's push, the queue's deletion.  A
+ * push into a partition that already had messages waiting is not
+ * announced, nor a lease that just runs out (its expiry is in the store:
+ * a reader retries when queen_next_due says).  Only the handles watching
+ * a queue receive its announcements.
+ */
+
+/*
+ * queen_event_fd - a descriptor that becomes readable when an
+ * announcement for a watched queue arrives.  Before polling it, call
+ * queen_events: the store may already have read announcements off it
+ * during other calls.  The descriptor may change after a lost connection
+ * is re-established, so ask again after a storage error.  Returns the
+ * descriptor, or -ENOTSUP when the store has no such channel (SQLite: one
+ * file, one writer), -EIO.
  */
 int queen_event_fd(struct queen *q);
 
 /*
- * queen_events - drain the announcements received so far, calling cb with
- * the queue name of each (a queue may come more than once; pushes to it
- * may have been committed by this handle too).  Never blocks.  Returns 0,
- * the callback's non-zero value, -ENOTSUP as above, or -EIO.
+ * queen_event_watch - start (on) or stop receiving the announcements of
+ * queue.  Watches do not nest: one call with on = false stops it.  Call it
+ * outside a batch.  Returns 1 when this call started watching: what was
+ * announced before it was not received, so a reader should try once more;
+ * 0 when nothing changed or watching stopped; -ENOENT (no such queue, for
+ * on), -ENOTSUP as above, -EIO.
  */
-int queen_events(struct queen *q, queen_name_cb cb, void *arg);
+int queen_event_watch(struct queen *q, const char *queue, bool on);
+
+/*
+ * queen_events - drain the announcements received so far, calling cb with
+ * the queue name of each and the id of the partition that may now be
+ * leased (user.queen.partition_id's number; 0: any of the queue, as after
+ * a seek or its deletion).  A queue may come more than once.  Never
+ * blocks.  Returns 0, the callback's non-zero value, -ENOTSUP as above,
+ * or -EIO.
+ */
+typedef int (
+    *queen_event_cb)(void *arg, const char *queue, int64_t partition_id);
+int queen_events(struct queen *q, queen_event_cb cb, void *arg);
+
+/* What this handle announced and received; zeros on SQLite. */
+struct queen_event_counts {
+	uint64_t sent;     /* announcements made (rolled back ones too) */
+	uint64_t received; /* announcements handed to queen_events' cb */
+	uint64_t watching; /* queues watched now */
+	uint64_t watches;  /* times watching a queue started */
+};
+void queen_event_counts(struct queen *q, struct queen_event_counts *out);
 
 /* ---- timers ---- */
 

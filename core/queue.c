@@ -100,7 +100,9 @@ queen_queue_delete(struct queen *q, const char *name)
 		    (long long)groups, (long long)timers);
 		goto out;
 	}
-	rc = q->ops->queue_delete(q->st, r.id);
+	/* its waiting readers elsewhere are answered (ENOENT) */
+	if ((rc = announce(q, r.id, 0)) == 0)
+		rc = q->ops->queue_delete(q->st, r.id);
 out:
 	return tx_end(q, rc);
 }

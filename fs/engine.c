@@ -17,11 +17,13 @@
  * still take back.  Plain reads answer at once, as a filesystem shows
  * written data before it is synced.
  *
- * On a store shared by several mounts (PostgreSQL), pushes committed by
- * other daemons are announced on queen_event_fd: then every job goes to
- * the engine thread, which sleeps in poll() on that descriptor and on an
- * eventfd the submitters kick, and each announcement wakes the waiters and
- * poll handles of its queue like a push through this mount.
+ * On a store shared by several mounts (PostgreSQL), what other daemons
+ * commit that may let a waiting reader succeed is announced on
+ * queen_event_fd, for the queues this mount watches (those its waiters
+ * and poll handles wait on): then every job goes to the engine thread,
+ * which sleeps in poll() on that descriptor and on an eventfd the
+ * submitters kick, and each announcement wakes the waiters and poll
+ * handles of its queue like a push through this mount.
  */
 #include <errno.h>
 #include <poll.h>
@@ -65,8 +67,26 @@ static struct {
 	int64_t ev_retry;       /* when to ask again after an error */
 	bool ev_logged;
 	uint64_t ev_failures;   /* commit_failures when last asked */
+	bool events;            /* the store announces across mounts */
+	struct watch *watches;  /* the queues whose announcements we get */
+	bool watch_logged;
 	struct engine_counters c;
 } E = { .mu = PTHREAD_MUTEX_INITIALIZER, .kickfd = -1, .evfd = -1 };
+
+/*
+ * A queue whose announcements this mount receives: while a reader waits
+ * on it or a poll handle watches it, and until the first tick at least
+ * WATCH_LINGER_MS after the last one left (a consumer that loops on
+ * `next` does not LISTEN and UNLISTEN at every message).
+ */
+#define WATCH_LINGER_MS 1000
+struct watch {
+	struct watch *next;
+	int64_t seen;      /* when a reader last used it */
+	int64_t failed_at; /* LISTEN failed then: not again this tick */
+	bool on;           /* the store listens */
+	char queue[];
+};
 
 struct ijob {
 	struct job j;
@@ -78,6 +98,7 @@ job_free(struct job *j)
 {
 	free(j->notify);
 	free(j->wait_queue);
+	free(j->wait_group);
 	free(j);
 }
 
@@ -168,6 +189,8 @@ finish(struct job *j)
 	job_free(j);
 }
 
+static void wake_one(const char *queue, const char *group);
+
 /* An interrupted waiter answers EINTR; any other request is left alone. */
 static void
 interrupt_run(struct job *j, struct queen *q)
@@ -178,6 +201,9 @@ interrupt_run(struct job *j, struct queen *q)
 		struct job *w = *pp;
 		if (w->waiter_id == id) {
 			*pp = w->next;
+			/* it was to take what was announced: another may */
+			if (w->due == 0)
+				wake_one(w->wait_queue, w->wait_group);
 			w->rc = -EINTR;
 			finish(w);
 			E.c.waiters--;
@@ -213,6 +239,35 @@ engine_interrupt(uint64_t waiter_id)
 	post(&ij->j);
 }
 
+/* queue has a reader now: receive its announcements (watch_flush) */
+static void
+watch_note(const char *queue)
+{
+	struct watch *w;
+	size_t n;
+
+	if (!E.events || !queue)
+		return;
+	for (w = E.watches; w; w = w->next) {
+		if (strcmp(w->queue, queue) == 0) {
+			w->seen = fs_now();
+			/* a reader waits on it, so it exists now: try at once
+			 * even if it did not a moment ago */
+			if (!w->on)
+				w->failed_at = 0;
+			return;
+		}
+	}
+	n = strlen(queue) + 1;
+	/* without it the reader still retries when its due time comes */
+	if (!(w = calloc(1, sizeof(*w) + n)))
+		return;
+	memcpy(w->queue, queue, n);
+	w->seen = fs_now();
+	w->next = E.watches;
+	E.watches = w;
+}
+
 static void
 park(struct job *j)
 {
@@ -228,6 +283,7 @@ park(struct job *j)
 	j->next = E.waiters;
 	E.waiters = j;
 	E.c.waiters++;
+	watch_note(j->wait_queue);
 	if (first)
 		fuse_req_interrupt_func(j->req, interrupt_cb,
 		    (void *)(uintptr_t)j->waiter_id);
@@ -251,6 +307,119 @@ notify_queue(const char *queue)
 		nx = h->poll_next;
 		if (!queue || strcmp(h->node->queue, queue) == 0)
 			poll_fire(h);
+	}
+}
+
+static bool
+same_group(const char *a, const char *b)
+{
+	return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+/* Wake the first waiter of (queue, group) not woken yet, if any. */
+static void
+wake_one(const char *queue, const char *group)
+{
+	for (struct job *w = E.waiters; w; w = w->next) {
+		if (w->due != 0 && strcmp(w->wait_queue, queue) == 0 &&
+		    same_group(w->wait_group, group)) {
+			w->due = 0;
+			return;
+		}
+	}
+}
+
+/*
+ * Another mount announced one partition of queue: at most one lease of it
+ * per group is to be had, so one waiter of each group tries, not every
+ * waiter of the queue; every poll handle is told (polling takes nothing).
+ */
+static void
+notify_remote(const char *queue)
+{
+	const char *done[16];
+	size_t nd = 0, i;
+
+	for (struct job *w = E.waiters; w; w = w->next) {
+		if (strcmp(w->wait_queue, queue) != 0)
+			continue;
+		for (i = 0; i < nd && !same_group(done[i], w->wait_group); i++)
+			;
+		if (i < nd)
+			continue;
+		/* past 16 groups on one queue, the rest all try */
+		if (nd == sizeof(done) / sizeof(done[0])) {
+			w->due = 0;
+			continue;
+		}
+		done[nd++] = w->wait_group;
+		wake_one(queue, w->wait_group);
+	}
+	for (struct handle *h = E.polls, *nx; h; h = nx) {
+		nx = h->poll_next;
+		if (strcmp(h->node->queue, queue) == 0)
+			poll_fire(h);
+	}
+}
+
+/*
+ * Outside a batch: listen to the queues watch_note added.  What was
+ * announced before the LISTEN was missed, so their readers try again.
+ */
+static void
+watch_flush(void)
+{
+	int64_t now = fs_now();
+	int rc;
+
+	for (struct watch *w = E.watches; w; w = w->next) {
+		if (w->on || now - w->failed_at < TICK_MS)
+			continue;
+		if ((rc = queen_event_watch(E.q, w->queue, true)) < 0) {
+			w->failed_at = now;
+			if (rc != -ENOENT && !E.watch_logged)
+				fs_log("listening to queue %s: %s (%s); its "
+				       "readers retry when due",
+				    w->queue, queen_errmsg(E.q), strerror(-rc));
+			E.watch_logged = rc != -ENOENT;
+			continue;
+		}
+		w->on = true;
+		if (rc > 0)
+			notify_queue(w->queue);
+	}
+}
+
+static bool
+watch_used(const char *queue)
+{
+	for (struct job *w = E.waiters; w; w = w->next)
+		if (strcmp(w->wait_queue, queue) == 0)
+			return true;
+	for (struct handle *h = E.polls; h; h = h->poll_next)
+		if (strcmp(h->node->queue, queue) == 0)
+			return true;
+	return false;
+}
+
+/* At the tick: stop listening to the queues nobody waits on any more. */
+static void
+watch_sweep(int64_t now)
+{
+	struct watch *w, **pp;
+
+	for (pp = &E.watches; (w = *pp);) {
+		if (watch_used(w->queue))
+			w->seen = now;
+		if (now - w->seen < WATCH_LINGER_MS) {
+			pp = &w->next;
+			continue;
+		}
+		*pp = w->next;
+		if (queen_event_watch(E.q, w->queue, false) < 0)
+			fs_log("wake-ups of queue %s: %s", w->queue,
+			    queen_errmsg(E.q));
+		free(w);
 	}
 }
 
@@ -433,6 +602,7 @@ run_batch(struct job *list)
 		nx = j->next;
 		finish(j);
 	}
+	watch_flush();
 }
 
 static void
@@ -488,6 +658,7 @@ tend_waiters(int64_t now)
 			if (w->due <= now) {
 				*rt = w;
 				rt = &w->next;
+				E.c.retries++;
 			} else {
 				w->rc = -ENODATA;
 				finish(w);
@@ -525,9 +696,18 @@ next_wake(void)
 /* ---- pushes announced by other mounts on the same store ---- */
 
 static int
-event_cb(void *arg, const char *queue)
+event_cb(void *arg, const char *queue, int64_t part_id)
 {
 	(void)arg;
+	if (part_id > 0) {
+		notify_remote(queue);
+		return 0;
+	}
+	/* a seek, or the queue's deletion: one made again under its name
+	 * is another channel, so ask again what to listen to */
+	for (struct watch *w = E.watches; w; w = w->next)
+		if (strcmp(w->queue, queue) == 0)
+			w->on = false;
 	notify_queue(queue);
 	return 0;
 }
@@ -667,6 +847,8 @@ engine_main(void *arg)
 		if (now - E.last_tick >= TICK_MS) {
 			E.last_tick = now;
 			maintain();
+			watch_sweep(now);
+			watch_flush();
 			stage_replay(E.q);
 			pend_sweep(now);
 			note_sweep(now);
@@ -685,6 +867,11 @@ engine_main(void *arg)
 	}
 	while (E.polls)
 		engine_poll_drop(E.polls);
+	while (E.watches) {
+		struct watch *w = E.watches;
+		E.watches = w->next;
+		free(w);
+	}
 	return NULL;
 }
 
@@ -708,6 +895,7 @@ engine_start(struct queen *q)
 		    strerror(errno));
 	else if (rc < 0 && !E.lead)
 		event_lost(rc, fs_now());
+	E.events = !E.lead && E.kickfd >= 0;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_REALTIME);
 	pthread_cond_init(&E.cv, &ca);
@@ -756,6 +944,7 @@ engine_poll_watch(struct handle *h, const char *queue,
 		fuse_pollhandle_destroy(h->ph);
 	h->ph = ph;
 	h->poll_due = due;
+	watch_note(queue);
 	if (!h->polling) {
 		h->poll_next = E.polls;
 		E.polls = h;

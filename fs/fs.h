@@ -194,6 +194,7 @@ struct job {
 	bool wait;
 	int64_t deadline, due;
 	char *wait_queue;   /* malloc'd by run when it parks */
+	char *wait_group;   /* and its group (NULL: queue mode) */
 	char *notify;       /* malloc'd by run: it pushed into this queue */
 	uint64_t waiter_id;
 	uint64_t ticket;    /* held until the log is synced up to this */
@@ -259,6 +260,7 @@ void engine_poll_drop(struct handle *h);
 struct engine_counters {
 	uint64_t pushes, duplicates, acks, pops, commits, commit_jobs;
 	uint64_t commit_max, commit_failures, waiters;
+	uint64_t retries; /* waiters tried again (woken or due) */
 };
 void engine_counters(struct engine_counters *out);
 void engine_count_push(bool dup);

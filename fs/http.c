@@ -174,7 +174,9 @@ http_run(struct job *j, struct queen *q)
 	if (rc == -EAGAIN) {
 		if (j->deadline == 0) {
 			j->deadline = fs_now() + w.wait_ms;
-			if (!(j->wait_queue = strdup(w.queue))) {
+			if (!(j->wait_queue = strdup(w.queue)) ||
+			    (w.group[0] &&
+				!(j->wait_group = strdup(w.group)))) {
 				j->rc = -ENOMEM;
 				return;
 			}

@@ -72,7 +72,9 @@ api_run(struct job *j, struct queen *q)
 		/* a pop with "wait": park like a reader of next */
 		if (j->deadline == 0) {
 			j->deadline = fs_now() + w.wait_ms;
-			if (!(j->wait_queue = strdup(w.queue))) {
+			if (!(j->wait_queue = strdup(w.queue)) ||
+			    (w.group[0] &&
+				!(j->wait_group = strdup(w.group)))) {
 				j->rc = -ENOMEM;
 				return;
 			}

@@ -79,7 +79,8 @@ pop_run(struct job *j, struct queen *q)
 				return;
 			}
 			j->deadline = fs_now() + wait * 1000;
-			if (!(j->wait_queue = strdup(n->queue))) {
+			if (!(j->wait_queue = strdup(n->queue)) ||
+			    (n->group && !(j->wait_group = strdup(n->group)))) {
 				j->rc = -ENOMEM;
 				return;
 			}

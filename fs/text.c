@@ -201,11 +201,13 @@ text_sys_stats(struct queen *q, const struct cred *who, char **out,
 	struct engine_counters c;
 	uint64_t beside, in_writer, staged, stage_syncs;
 	struct queen_hash_stats hs;
+	struct queen_event_counts ev;
 	size_t nodes;
 	FILE *f;
 	int rc;
 
 	rc = queen_queue_list(q, sum_cb, &s);
+	queen_event_counts(q, &ev);
 	engine_counters(&c);
 	pthread_mutex_lock(&fs_lock);
 	nodes = fs_nodes;
@@ -230,7 +232,9 @@ text_sys_stats(struct queen *q, const struct cred *who, char **out,
 	    "hash_filter_builds = %llu\nhash_filter_building = %d\n"
 	    "page_cache_kib = %llu\nrow_cache_hits = %llu\n"
 	    "row_cache_misses = %llu\nnodes = %zu\nlookups = %llu\n"
-	    "dlq_rows_read = %llu\npg_round_trips = %llu\n",
+	    "dlq_rows_read = %llu\npg_round_trips = %llu\nnotifies = %llu\n"
+	    "notified = %llu\nlistening = %llu\nlistens = %llu\n"
+	    "waiter_retries = %llu\n",
 	    (unsigned long long)c.pushes, (unsigned long long)c.acks,
 	    (unsigned long long)c.pops, (unsigned long long)c.commits,
 	    (unsigned long long)c.commit_failures,
@@ -243,7 +247,10 @@ text_sys_stats(struct queen *q, const struct cred *who, char **out,
 	    (unsigned long long)hs.row_misses, nodes,
 	    (unsigned long long)atomic_load(&fs_lookups),
 	    (unsigned long long)queen_dlq_rows_read(q),
-	    (unsigned long long)queen_round_trips(q));
+	    (unsigned long long)queen_round_trips(q),
+	    (unsigned long long)ev.sent, (unsigned long long)ev.received,
+	    (unsigned long long)ev.watching, (unsigned long long)ev.watches,
+	    (unsigned long long)c.retries);
 	stage_counts(&staged, &stage_syncs);
 	fprintf(f, "staged = %llu\nstage_syncs = %llu\n",
 	    (unsigned long long)staged, (unsigned long long)stage_syncs);

@@ -375,69 +375,139 @@ test_create_race(void)
 
 struct names {
 	char got[8][QUEEN_NAME_MAX + 1];
+	int64_t part[8];
 	int n;
 };
 
+static int64_t last_part;
+
 static int
-name_cb(void *arg, const char *name)
+name_cb(void *arg, const char *name, int64_t part_id)
 {
 	struct names *nm = arg;
 
-	if (nm->n < 8)
+	last_part = part_id;
+	if (nm->n < 8) {
+		nm->part[nm->n] = part_id;
 		snprintf(nm->got[nm->n++], sizeof(nm->got[0]), "%s", name);
+	}
 	return 0;
+}
+
+/* Drains b's descriptor: how many announcements named queue. */
+static int
+named(struct queen *b, int fd, int ms, const char *queue)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	struct names nm;
+	int i, found = 0;
+
+	memset(&nm, 0, sizeof(nm));
+	queen_events(b, name_cb, &nm);
+	if (poll(&pfd, 1, ms) == 1)
+		queen_events(b, name_cb, &nm);
+	for (i = 0; i < nm.n; i++)
+		found += strcmp(nm.got[i], queue) == 0;
+	return nm.n == found ? found : -1;
 }
 
 static void
 test_events(void)
 {
-	struct fix f;
+	struct fix f, g;
 	struct queen *a = fix_open(&f, "pgm-events");
 	struct queen *b = open_other(&f, NULL);
+	struct queen *c = fix_open(&g, "pgm-events-other");
 	struct queen *lite = NULL;
 	struct queen_options o = { 0 };
 	struct queen_batch *ba = NULL;
 	struct queen_ack_result ar;
-	struct names nm;
+	struct queen_event_counts ca, cb;
 	struct pollfd pfd;
 	char path[320];
-	int fd, rc, i, found = 0;
+	int fd, fc, rc;
 
 	fd = queen_event_fd(b);
 	ok(fd >= 0, "events: b has a descriptor (%d)", fd);
-	memset(&nm, 0, sizeof(nm));
-	is_int(queen_events(b, name_cb, &nm), 0, "events: drain, none yet");
-	is_int(nm.n, 0, "events: nothing before a push");
-	is_int(queen_batch_begin(a, 0), 0, "events: a opens a batch");
+	is_int(queen_event_watch(b, "evq", true), -ENOENT,
+	    "events: no watch of a queue that does not exist");
 	push1(a, "evq", NULL, "e1", "x");
+	push1(c, "evq", NULL, "o1", "x");
+	is_int(queen_event_watch(b, "evq", true), 1,
+	    "events: b starts watching evq");
+	is_int(queen_event_watch(b, "evq", true), 0,
+	    "events: watching it again changes nothing");
+	fc = queen_event_fd(c);
+	is_int(queen_event_watch(c, "evq", true), 1,
+	    "events: c watches its own evq, in another schema");
+
+	/* e1 is waiting: a push behind it wakes nobody */
+	push1(a, "evq", NULL, "e2", "x");
+	is_int(named(b, fd, 300, "evq"), 0,
+	    "events: a push behind a waiting message announces nothing");
+	is_int(pop1(a, "evq", NULL, NULL, 1, &ba), 0, "events: a leases e1");
+	is_int(named(b, fd, 300, "evq"), 0, "events: a pop announces nothing");
+	rc = ack1(a, "evq", NULL, NULL, "e1", "completed",
+	    ba ? ba->lease_id : "x", &ar);
+	ok(rc == 0 && ar.success, "events: a acks e1");
+	ok(named(b, fd, 5000, "evq") >= 1,
+	    "events: the ack released the "
+	    "partition with e2 behind: announced");
+	queen_batch_free(ba);
+	ba = NULL;
+	is_int(pop1(a, "evq", NULL, NULL, 1, &ba), 0, "events: a leases e2");
+	rc = ack1(a, "evq", NULL, NULL, "e2", "completed",
+	    ba ? ba->lease_id : "x", &ar);
+	ok(rc == 0 && ar.success, "events: a acks e2");
+	is_int(named(b, fd, 300, "evq"), 0,
+	    "events: an ack with nothing "
+	    "behind announces nothing");
+	queen_batch_free(ba);
+	ba = NULL;
+
+	/* the group has read the partition to its end: the next push is
+	 * announced, at commit */
+	is_int(queen_batch_begin(a, 0), 0, "events: a opens a batch");
+	push1(a, "evq", NULL, "e3", "x");
+	push1(a, "evq", NULL, "e4", "x");
 	pfd.fd = fd;
 	pfd.events = POLLIN;
 	is_int(poll(&pfd, 1, 200), 0, "events: nothing before the commit");
 	is_int(queen_batch_commit(a), 0, "events: a commits");
-	rc = poll(&pfd, 1, 5000);
-	is_int(rc, 1, "events: b's descriptor is readable");
-	is_int(queen_events(b, name_cb, &nm), 0, "events: drained");
-	for (i = 0; i < nm.n; i++)
-		found += strcmp(nm.got[i], "evq") == 0;
-	ok(found >= 1, "events: the queue name arrived (%d names)", nm.n);
-
-	/* an ack is announced too: a reader parked on the queue in another
-	 * mount may take the partition now, or the redelivery */
-	is_int(pop1(a, "evq", NULL, NULL, 1, &ba), 0, "events: a leases e1");
-	memset(&nm, 0, sizeof(nm));
-	queen_events(b, name_cb, &nm);
-	is_int(poll(&pfd, 1, 200), 0, "events: a pop announces nothing");
-	rc = ack1(a, "evq", NULL, NULL, "e1", "completed",
-	    ba ? ba->lease_id : "x", &ar);
-	ok(rc == 0 && ar.success, "events: a acks e1");
-	is_int(poll(&pfd, 1, 5000), 1, "events: b's descriptor is readable "
-	    "after the ack");
-	memset(&nm, 0, sizeof(nm));
-	is_int(queen_events(b, name_cb, &nm), 0, "events: drained");
-	for (i = 0, found = 0; i < nm.n; i++)
-		found += strcmp(nm.got[i], "evq") == 0;
-	ok(found >= 1, "events: the ack named the queue (%d names)", nm.n);
+	ok(named(b, fd, 5000, "evq") == 1,
+	    "events: one announcement for "
+	    "the two pushes");
+	ok(last_part > 0, "events: it names the partition (%lld)",
+	    (long long)last_part);
+	is_int(named(c, fc, 300, "evq"), 0,
+	    "events: the other schema's evq heard nothing");
+	is_int(pop1(a, "evq", NULL, NULL, 1, &ba), 0, "events: a leases e3");
+	rc = ack1(a, "evq", NULL, NULL, "e3", "failed", ba ? ba->lease_id : "x",
+	    &ar);
+	ok(rc == 0 && ar.success, "events: a fails e3");
+	ok(named(b, fd, 5000, "evq") >= 1,
+	    "events: the failure released the "
+	    "lease for the redelivery: announced");
 	queen_batch_free(ba);
+	ba = NULL;
+	is_int(queen_seek(a, "evq", NULL, NULL, QUEEN_POS_END, 0), 0,
+	    "events: a seeks to the end");
+	ok(named(b, fd, 5000, "evq") >= 1, "events: a seek is announced");
+	is_int((int)last_part, 0, "events: for the whole queue");
+
+	is_int(queen_event_watch(b, "evq", false), 0, "events: b stops");
+	push1(a, "evq", NULL, "e5", "x");
+	is_int(named(b, fd, 300, "evq"), 0, "events: b hears nothing then");
+	queen_event_counts(a, &ca);
+	queen_event_counts(b, &cb);
+	ok(ca.sent >= 4, "events: a announced %llu times",
+	    (unsigned long long)ca.sent);
+	ok(cb.received >= 4 && cb.watching == 0 && cb.watches == 1,
+	    "events: b received %llu, watches %llu, started %llu",
+	    (unsigned long long)cb.received, (unsigned long long)cb.watching,
+	    (unsigned long long)cb.watches);
+	queen_event_counts(c, &ca);
+	is_int((int)ca.received, 0, "events: c received nothing");
 
 	snprintf(path, sizeof(path), "%s/lite.db", f.dir);
 	o.path = path;
@@ -445,13 +515,124 @@ test_events(void)
 	if (queen_open(&o, &lite) == 0) {
 		is_int(queen_event_fd(lite), -ENOTSUP,
 		    "events: SQLite has no descriptor");
-		is_int(queen_events(lite, name_cb, &nm), -ENOTSUP,
+		is_int(queen_event_watch(lite, "evq", true), -ENOTSUP,
+		    "events: nor watches");
+		is_int(queen_events(lite, name_cb, NULL), -ENOTSUP,
 		    "events: nor events");
 		queen_close(lite);
 	} else {
 		ok(0, "events: SQLite store opens");
 	}
 	queen_close(b);
+	fix_close(&g);
+	fix_close(&f);
+}
+
+/* One statement on the fixture's schema: its first value, or -1. */
+static int64_t
+sql_value(const struct fix *f, const char *sql)
+{
+	PGconn *c = PQconnectdb(f->path);
+	PGresult *r = PQexec(c, sql);
+	int64_t v = -1;
+	ExecStatusType st = PQresultStatus(r);
+
+	if (st == PGRES_TUPLES_OK && PQntuples(r) > 0)
+		v = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+	else if (st == PGRES_COMMAND_OK)
+		v = 0;
+	else
+		diag("%s: %s", sql, PQresultErrorMessage(r));
+	PQclear(r);
+	PQfinish(c);
+	return v;
+}
+
+/*
+ * The maintenance tick locks only the partitions it changes: another
+ * handle holding a partition row (a push not yet committed) does not
+ * hold it up, and an expired partition elsewhere is purged meanwhile.
+ */
+static void
+test_maint_locks(void)
+{
+	struct fix f;
+	struct queen *a = fix_open(&f, "pgm-maint");
+	struct queen *b = open_other(&f, NULL);
+	bool more = true;
+	ssize_t n;
+
+	push1(a, Q, "busy", "m1", "x");
+	push1(a, "old", "p", "o1", "x");
+	push1(a, "old", "p", "o2", "x");
+	cfg(a, "old", NULL, "retention", "60");
+	f.now += 61 * 1000;
+	is_int(queen_batch_begin(a, 0), 0, "maint: a opens a batch");
+	is_int(push1(a, Q, "busy", "m2", "x"), 2,
+	    "maint: a pushes, holding "
+	    "the partition row");
+	n = queen_maintain(b, &more);
+	ok(n == 2,
+	    "maint: b's tick purged the expired partition without "
+	    "waiting for a's (%zd)",
+	    n);
+	is_int(queen_batch_commit(a), 0, "maint: a commits");
+	is_int(tail_of(b, Q, "busy"), 2, "maint: a's push is there");
+	queen_close(b);
+	fix_close(&f);
+}
+
+/*
+ * A database at schema version 2 (the lease id indexed on cursors)
+ * migrates on first open: a lease taken before is still found and acked.
+ */
+static void
+test_migrate(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "pgm-migrate");
+	struct queen_batch *ba = NULL;
+	struct queen_lease_info li;
+	struct queen_ack_result ar;
+	char lease[QUEEN_ID_LEN + 1] = "";
+	int rc;
+
+	push1(q, Q, NULL, "m1", "x");
+	push1(q, Q, NULL, "m2", "x");
+	is_int(pop1(q, Q, NULL, NULL, 1, &ba), 0, "migrate: m1 leased");
+	if (ba)
+		snprintf(lease, sizeof(lease), "%s", ba->lease_id);
+	queen_batch_free(ba);
+	is_int((int)sql_value(&f,
+		   "DROP TRIGGER cursors_lease ON cursors; "
+		   "DROP FUNCTION queen_lease_index(); DROP TABLE leases; "
+		   "CREATE INDEX cursors_lease ON cursors (lease_id) "
+		   "WHERE lease_id IS NOT NULL; UPDATE queen_meta SET version "
+		   "= 2"),
+	    0, "migrate: the schema made a version 2 one");
+	queen_close(q);
+	q = fix_reopen(&f);
+	is_int((int)sql_value(&f, "SELECT version FROM queen_meta"), 3,
+	    "migrate: version 3 after the open");
+	is_int((int)sql_value(&f,
+		   "SELECT count(*) FROM pg_indexes WHERE "
+		   "schemaname = current_schema() AND tablename = 'cursors' "
+		   "AND "
+		   "indexdef LIKE '%lease_id%'"),
+	    0, "migrate: no index on a cursor's lease_id");
+	is_int((int)sql_value(&f, "SELECT count(*) FROM leases"), 1,
+	    "migrate: the live lease is in the leases table");
+	is_int(queen_lease_get(q, lease, &li), 0,
+	    "migrate: the old lease is "
+	    "found");
+	rc = ack1(q, Q, NULL, NULL, "m1", "completed", lease, &ar);
+	ok(rc == 0 && ar.success, "migrate: and acked with");
+	is_int((int)sql_value(&f, "SELECT count(*) FROM leases"), 0,
+	    "migrate: the ack took it out of the leases table");
+	is_int(pop1(q, Q, NULL, NULL, 1, &ba), 0, "migrate: m2 leased");
+	ok(ba && queen_lease_get(q, ba->lease_id, &li) == 0 && li.first == 2,
+	    "migrate: a new lease is found by its id");
+	queen_batch_free(ba);
 	fix_close(&f);
 }
 
@@ -566,6 +747,8 @@ main(void)
 	test_processes();
 	test_create_race();
 	test_events();
+	test_maint_locks();
+	test_migrate();
 	test_lost_connection();
 	test_sent_write_fails();
 	return done_testing();

@@ -13,8 +13,6 @@
 
 #include "pg_store.h"
 
-#define CHANNEL "queen_push"
-
 
 #define QUEUE_COLS "id, name, created_at, uid, gid, mode, lease_time, " \
 	"retry_limit, dlq, batch, wait, delay, window_buffer, dedup_window, " \
@@ -26,6 +24,9 @@
 	"expiry_charges_retry, auto_ack, timer_delay, hash_retention"
 #define PART_COLS "id, queue_id, name, uuid, head, tail, txns_start, " \
 	"last_push_at, duplicates, created_at"
+#define PART_P_COLS \
+	"p.id, p.queue_id, p.name, p.uuid, p.head, p.tail, " \
+	"p.txns_start, p.last_push_at, p.duplicates, p.created_at"
 #define GROUP_COLS "id, queue_id, name, mode, since, created_at, batch, " \
 	"wait, auto_ack, uid, gid, perm"
 #define CUR_COLS "partition_id, group_id, committed, batch_end, lease_id, " \
@@ -34,6 +35,28 @@
 	"AND next_at >= 0 AND next_at <= $2 " \
 	"AND (next_at, partition_id) > ($3, $4) " \
 	"ORDER BY next_at, partition_id LIMIT " QUEEN_STR(CURSOR_READY_PAGE)
+/* the keys of partition p's first message and first hash row */
+#define SHIFT_P "(p.id << " QUEEN_STR(OFFSET_BITS) ")"
+#define HEAD_KEY SHIFT_P " + p.head"
+#define TXNS_KEY SHIFT_P " + p.txns_start"
+#define PART_MAINT \
+	"SELECT " PART_P_COLS " FROM partitions p " \
+	"JOIN queues q ON q.id = p.queue_id WHERE (p.tail >= p.head AND " \
+	"q.retention > 0 AND EXISTS (SELECT 1 FROM messages m WHERE " \
+	"m.id = " HEAD_KEY " AND m.created_at < $1 - q.retention * 1000)) " \
+	"OR (p.tail >= p.head AND q.completed_retention > 0 AND EXISTS " \
+	"(SELECT 1 FROM messages m WHERE m.id = " HEAD_KEY " AND " \
+	"m.created_at < $1 - q.completed_retention * 1000) AND NOT EXISTS " \
+	"(SELECT 1 FROM cursors c WHERE c.partition_id = p.id AND " \
+	"c.committed < p.head)) OR (p.tail >= p.txns_start AND EXISTS " \
+	"(SELECT 1 FROM txns t WHERE t.id = " TXNS_KEY " AND " \
+	"t.created_at < $1 - q.hash_retention * 1000)) ORDER BY p.id LIMIT $2"
+#define CUR_BY_LEASE \
+	"SELECT c.partition_id, c.group_id, c.committed, " \
+	"c.batch_end, c.lease_id, c.lease_expires_at, c.retry_count, " \
+	"c.next_at FROM leases l JOIN cursors c ON c.partition_id = " \
+	"l.partition_id AND c.group_id = l.group_id WHERE l.lease_id = $1 " \
+	"AND c.lease_id = $1"
 #define TIMER_COLS "key, part_name, due_at, created_at, payload"
 #define LOCK " FOR UPDATE"
 #define BEGIN_RC begin_rc
@@ -112,6 +135,8 @@ static const struct stmt_def sql[ST__N] = {
 	[ST_PART_LIST_LK] = { "part_list_lk",
 	    "SELECT " PART_COLS " FROM partitions "
 	    "WHERE queue_id = $1 AND name > $2 ORDER BY name LIMIT $3" LOCK },
+	/* now, limit: the tests of maint.c's maint_part, in one statement */
+	[ST_PART_MAINT] = { "part_maint", PART_MAINT },
 	/* queue id, name */
 	[ST_GROUP_GET] = { "group_get",
 	    "SELECT " GROUP_COLS " FROM groups "
@@ -157,11 +182,9 @@ static const struct stmt_def sql[ST__N] = {
 	    "INSERT INTO cursors (" CUR_COLS ") "
 	    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8) "
 	    "ON CONFLICT (partition_id, group_id) DO NOTHING" },
-	/* lease id */
-	[ST_CUR_BY_LEASE] = { "cur_by_lease",
-	    "SELECT " CUR_COLS " FROM cursors WHERE lease_id = $1" },
-	[ST_CUR_BY_LEASE_LK] = { "cur_by_lease_lk",
-	    "SELECT " CUR_COLS " FROM cursors WHERE lease_id = $1" LOCK },
+	/* lease id: through the leases table (schema version 3) */
+	[ST_CUR_BY_LEASE] = { "cur_by_lease", CUR_BY_LEASE },
+	[ST_CUR_BY_LEASE_LK] = { "cur_by_lease_lk", CUR_BY_LEASE LOCK " OF c" },
 	/* group id, upto, after_at, after_pid; rows another process is
 	 * leasing right now are skipped, not waited for */
 	[ST_CUR_READY] = { "cur_ready", CUR_READY },
@@ -352,8 +375,8 @@ static const struct stmt_def sql[ST__N] = {
 	[ST_TIMER_DUE] = { "timer_due",
 	    "SELECT " TIMER_COLS ", queue_id FROM timers WHERE due_at <= $1 "
 	    "ORDER BY due_at, seq LIMIT 1" },
-	/* queue name */
-	[ST_NOTIFY] = { "notify", "SELECT pg_notify('" CHANNEL "', $1)" },
+	/* channel, payload (the partition id; 0: the queue) */
+	[ST_NOTIFY] = { "notify", "SELECT pg_notify($1, $2)" },
 };
 
 
@@ -439,6 +462,8 @@ simple(struct store *s, const char *text)
 	return rc;
 }
 
+static int listen_all(struct store *s);
+
 /* Session settings, in one place; again after every reconnect. */
 static int
 session(struct store *s)
@@ -458,9 +483,7 @@ session(struct store *s)
 	if (s->ro &&
 	    (rc = simple(s, "SET default_transaction_read_only = on")) != 0)
 		return rc;
-	if (s->listening && (rc = simple(s, "LISTEN " CHANNEL)) != 0)
-		return rc;
-	return 0;
+	return listen_all(s);
 }
 
 /* After a lost connection: connect again, with a fresh session. */
@@ -489,6 +512,7 @@ pg_close(struct store *s)
 	free(s->conninfo);
 	free(s->pf.set);
 	free(s->seen);
+	free(s->chans);
 	free(s);
 }
 
@@ -833,14 +857,133 @@ pg_rollback_to(struct store *s)
 
 /* ---- wake-ups across mounts ---- */
 
-/* Sent with the pushing transaction: delivered at its commit. */
+/*
+ * One channel per queue, named by the schema's oid and the queue's id, so
+ * that two schemas of one database never share one (NOTIFY is per
+ * database already).  A daemon LISTENs only to the queues its readers
+ * wait on; the engine says which (watch).
+ */
+static void
+chan_name(const struct store *s, int64_t qid, char *buf, size_t len)
+{
+	snprintf(buf, len, "queen_%lld_%lld", (long long)s->nsp,
+	    (long long)qid);
+}
+
 static int
-pg_notify(struct store *s, const char *queue)
+listen_cmd(struct store *s, const char *verb, const char *chan)
+{
+	char cmd[96];
+
+	snprintf(cmd, sizeof(cmd), "%s \"%s\"", verb, chan);
+	return simple(s, cmd);
+}
+
+/* After a reconnect: the new session listens to what the old one did. */
+static int
+listen_all(struct store *s)
+{
+	size_t i;
+	int rc;
+
+	for (i = 0; i < s->nchans; i++)
+		if ((rc = listen_cmd(s, "LISTEN", s->chans[i].id)) != 0)
+			return rc;
+	return 0;
+}
+
+/* The oid of the schema that holds the queues table (0: none yet). */
+static int
+schema_oid(struct store *s)
+{
+	PGresult *r = PQexec(s->c,
+	    "SELECT relnamespace::bigint FROM pg_class "
+	    "WHERE oid = to_regclass('queues')");
+	int rc = 0;
+
+	if (PQresultStatus(r) != PGRES_TUPLES_OK)
+		rc = fail(s, r);
+	else if (PQntuples(r) == 1)
+		s->nsp = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+	PQclear(r);
+	return rc;
+}
+
+/* Sent with the transaction: delivered at its commit, to the watchers. */
+static int
+pg_notify(struct store *s, int64_t qid, int64_t pid)
 {
 	struct args a = { 0 };
+	char chan[64];
 
-	a_text(&a, queue);
+	chan_name(s, qid, chan, sizeof(chan));
+	a_text(&a, chan);
+	a_int(&a, pid);
 	return pg_run(s, ST_NOTIFY, &a, NULL);
+}
+
+static struct chan *
+chan_find(struct store *s, const char *name, const char *id)
+{
+	size_t i;
+
+	for (i = 0; i < s->nchans; i++)
+		if ((name && strcmp(s->chans[i].name, name) == 0) ||
+		    (id && strcmp(s->chans[i].id, id) == 0))
+			return &s->chans[i];
+	return NULL;
+}
+
+/* Stop listening to c and drop it from the table: 1, or the errno. */
+static int
+chan_drop(struct store *s, struct chan *c)
+{
+	char id[64];
+	int rc;
+
+	snprintf(id, sizeof(id), "%s", c->id);
+	*c = s->chans[--s->nchans];
+	/* a lost session took its LISTENs with it */
+	if (s->broken || PQstatus(s->c) != CONNECTION_OK)
+		return 1;
+	rc = listen_cmd(s, "UNLISTEN", id);
+	return rc < 0 && !s->broken ? rc : 1;
+}
+
+static int
+pg_watch(struct store *s, int64_t qid, const char *queue, bool on)
+{
+	struct chan *c = chan_find(s, queue, NULL);
+	bool replaced;
+	int rc;
+
+	if (!on)
+		return c ? chan_drop(s, c) : 0;
+	if (c && c->queue_id == qid)
+		return 0;
+	/* a queue made again under its name is another channel */
+	if (c && (rc = chan_drop(s, c)) < 0)
+		return rc;
+	replaced = c != NULL;
+	if (s->broken && !s->in_tx && (rc = reconnect(s)) != 0)
+		return rc;
+	if (s->nchans == s->capchans) {
+		size_t cap = s->capchans ? s->capchans * 2 : 8;
+		struct chan *v = realloc(s->chans, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		s->chans = v;
+		s->capchans = cap;
+	}
+	c = &s->chans[s->nchans];
+	c->queue_id = qid;
+	snprintf(c->name, sizeof(c->name), "%s", queue);
+	chan_name(s, qid, c->id, sizeof(c->id));
+	if ((rc = listen_cmd(s, "LISTEN", c->id)) != 0)
+		return rc;
+	s->nchans++;
+	return replaced ? 2 : 1;
 }
 
 static int
@@ -850,11 +993,6 @@ pg_event_fd(struct store *s)
 
 	if (s->broken && !s->in_tx && (rc = reconnect(s)) != 0)
 		return rc;
-	if (!s->listening) {
-		if ((rc = simple(s, "LISTEN " CHANNEL)) != 0)
-			return rc;
-		s->listening = true;
-	}
 	fd = PQsocket(s->c);
 	if (fd < 0) {
 		snprintf(s->err, sizeof(s->err), "no connection");
@@ -864,17 +1002,19 @@ pg_event_fd(struct store *s)
 	return fd;
 }
 
+/* Our own commits' announcements are skipped: the engine saw them. */
 static int
-pg_events(struct store *s, queen_name_cb cb, void *arg)
+pg_events(struct store *s, queen_event_cb cb, void *arg)
 {
 	PGnotify *n;
-	int rc = 0;
+	struct chan *c;
+	int rc = 0, self = PQbackendPID(s->c);
 
 	if (!PQconsumeInput(s->c))
 		return fail(s, NULL);
 	while (rc == 0 && (n = PQnotifies(s->c)) != NULL) {
-		if (strcmp(n->relname, CHANNEL) == 0)
-			rc = cb(arg, n->extra);
+		if (n->be_pid != self && (c = chan_find(s, NULL, n->relname)))
+			rc = cb(arg, c->name, strtoll(n->extra, NULL, 10));
 		PQfreemem(n);
 	}
 	return rc;
@@ -948,6 +1088,7 @@ static const struct store_ops pg_ops = {
 	.part_insert = pg_part_insert,
 	.part_update = pg_part_update,
 	.part_list = pg_part_list,
+	.part_maint = pg_part_maint,
 	.group_get = pg_group_get,
 	.group_by_id = pg_group_by_id,
 	.group_insert = pg_group_insert,
@@ -993,6 +1134,7 @@ static const struct store_ops pg_ops = {
 	.timer_list = pg_timer_list,
 	.timer_due = pg_timer_due,
 	.notify = pg_notify,
+	.watch = pg_watch,
 	.event_fd = pg_event_fd,
 	.events = pg_events,
 	.round_trips = pg_round_trips,
@@ -1031,10 +1173,11 @@ pg_open(const struct queen_options *opt, struct store **out,
 		snprintf(err, errlen, "%s", s->err);
 		goto out_close;
 	}
-	/* before the pipeline: the migration runs plain statements */
+	/* before the pipeline: the migration and the schema's oid are
+	 * plain statements */
 	if (!s->ro && (rc = pg_schema_migrate(s->c, err, errlen)) != 0)
 		goto out_close;
-	if ((rc = session(s)) != 0) {
+	if ((rc = schema_oid(s)) != 0 || (rc = session(s)) != 0) {
 		snprintf(err, errlen, "%s", s->err);
 		goto out_close;
 	}

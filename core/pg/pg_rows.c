@@ -335,6 +335,28 @@ pg_part_list(struct store *s, int64_t qid, const char *from, part_row_cb cb,
 	return rc;
 }
 
+/* Read whole before the first callback, which may use the store. */
+int
+pg_part_maint(struct store *s, int64_t now, int limit, part_row_cb cb,
+    void *arg)
+{
+	struct args a = { 0 };
+	struct part_row p;
+	PGresult *r;
+	int rc, i;
+
+	a_int(&a, now);
+	a_int(&a, limit);
+	if (!(r = exec(s, ST_PART_MAINT, &a, &rc)))
+		return rc;
+	for (i = 0; rc == 0 && i < PQntuples(r); i++) {
+		read_part(r, i, 0, &p);
+		rc = cb(arg, &p);
+	}
+	PQclear(r);
+	return rc;
+}
+
 /* ---- groups ---- */
 
 static void
@@ -662,9 +684,13 @@ pg_cursor_wake(struct store *s, int64_t pid, int64_t at)
 {
 	struct args a = { 0 };
 
+	int64_t n;
+	int rc;
+
 	a_int(&a, pid);
 	a_int(&a, at);
-	return pg_run(s, ST_CUR_WAKE, &a, NULL);
+	rc = pg_run(s, ST_CUR_WAKE, &a, &n);
+	return rc < 0 ? rc : (int)n;
 }
 
 int

@@ -104,6 +104,34 @@ static const char *const steps[] = {
 	"CREATE INDEX timers_due ON timers (due_at, seq);",
 	/* version 2: a dead letter by its name (see schema.c's version 4) */
 	"CREATE INDEX dlq_txid ON dlq (queue_id, group_name, txid);",
+	/*
+	 * version 3: every pop and ack changes a cursor's lease_id, and its
+	 * index made each of those updates a non-HOT one (a new entry in
+	 * every index of the hottest rows).  Leases are found through a
+	 * table of their own instead, kept by a trigger, so that a pop,
+	 * which changes no other indexed column, is a HOT update.
+	 */
+	"CREATE TABLE leases ("
+	" lease_id TEXT COLLATE \"C\" PRIMARY KEY,"
+	" partition_id BIGINT NOT NULL, group_id BIGINT NOT NULL);"
+	"INSERT INTO leases SELECT lease_id, partition_id, group_id"
+	" FROM cursors WHERE lease_id IS NOT NULL;"
+	"DROP INDEX cursors_lease;"
+	"CREATE FUNCTION queen_lease_index() RETURNS trigger"
+	" LANGUAGE plpgsql AS $$ BEGIN"
+	" IF TG_OP <> 'INSERT' AND OLD.lease_id IS NOT NULL AND"
+	"  (TG_OP = 'DELETE' OR OLD.lease_id IS DISTINCT FROM NEW.lease_id)"
+	"  THEN DELETE FROM leases WHERE lease_id = OLD.lease_id; END IF;"
+	" IF TG_OP <> 'DELETE' AND NEW.lease_id IS NOT NULL AND"
+	"  (TG_OP = 'INSERT' OR OLD.lease_id IS DISTINCT FROM NEW.lease_id)"
+	"  THEN INSERT INTO leases VALUES (NEW.lease_id, NEW.partition_id,"
+	"  NEW.group_id) ON CONFLICT (lease_id) DO UPDATE SET"
+	"  partition_id = excluded.partition_id,"
+	"  group_id = excluded.group_id; END IF;"
+	" RETURN NULL; END $$;"
+	"CREATE TRIGGER cursors_lease AFTER INSERT OR DELETE OR UPDATE OF"
+	" lease_id ON cursors FOR EACH ROW EXECUTE FUNCTION"
+	" queen_lease_index();",
 };
 
 #define NSTEPS ((int)(sizeof(steps) / sizeof(steps[0])))

@@ -18,86 +18,38 @@
  * with a row-locking twin is followed directly by it (ST_X, ST_X_LK):
  * locked() picks the twin inside a read-write transaction.
  */
+/* a line per noun, not one per statement */
+/* clang-format off */
 enum stmt {
-	ST_QUEUE_GET,
-	ST_QUEUE_BY_ID,
-	ST_QUEUE_INSERT,
-	ST_QUEUE_UPDATE,
-	ST_QUEUE_DELETE,
-	ST_QUEUE_LIST,
-	ST_QUEUE_MSGS,
-	ST_QUEUE_GROUPS,
+	ST_QUEUE_GET, ST_QUEUE_BY_ID, ST_QUEUE_INSERT, ST_QUEUE_UPDATE,
+	ST_QUEUE_DELETE, ST_QUEUE_LIST, ST_QUEUE_MSGS, ST_QUEUE_GROUPS,
 	ST_QUEUE_TIMERS,
-	ST_PART_GET,
-	ST_PART_GET_LK,
-	ST_PART_BY_ID,
-	ST_PART_BY_UUID,
-	ST_PART_INSERT,
-	ST_PART_UPDATE,
-	ST_PART_LIST,
-	ST_PART_LIST_LK,
-	ST_GROUP_GET,
-	ST_GROUP_BY_ID,
-	ST_GROUP_INSERT,
-	ST_GROUP_UPDATE,
-	ST_GROUP_DELETE,
-	ST_GROUP_LIST,
-	ST_CUR_GET,
-	ST_CUR_GET_LK,
-	ST_CUR_PUT,
-	ST_CUR_PUT_NEW,
-	ST_CUR_BY_LEASE,
-	ST_CUR_BY_LEASE_LK,
-	ST_CUR_READY,
-	ST_CUR_READY_LK,
-	ST_CUR_LIST_GROUP,
-	ST_CUR_LIST_GROUP_LK,
-	ST_CUR_LIST_PART,
-	ST_CUR_LIST_PART_LK,
-	ST_CUR_WAKE,
-	ST_CUR_DEL_GROUP,
-	ST_CUR_MIN,
+	ST_PART_GET, ST_PART_GET_LK, ST_PART_BY_ID, ST_PART_BY_UUID,
+	ST_PART_INSERT, ST_PART_UPDATE, ST_PART_LIST, ST_PART_LIST_LK,
+	ST_PART_MAINT,
+	ST_GROUP_GET, ST_GROUP_BY_ID, ST_GROUP_INSERT, ST_GROUP_UPDATE,
+	ST_GROUP_DELETE, ST_GROUP_LIST,
+	ST_CUR_GET, ST_CUR_GET_LK, ST_CUR_PUT, ST_CUR_PUT_NEW,
+	ST_CUR_BY_LEASE, ST_CUR_BY_LEASE_LK, ST_CUR_READY, ST_CUR_READY_LK,
+	ST_CUR_LIST_GROUP, ST_CUR_LIST_GROUP_LK, ST_CUR_LIST_PART,
+	ST_CUR_LIST_PART_LK, ST_CUR_WAKE, ST_CUR_DEL_GROUP, ST_CUR_MIN,
 	ST_CUR_LEASE_ROWS,
-	ST_MSG_APPEND,
-	ST_TXN_APPEND,
-	ST_MSG_SCAN,
-	ST_MSG_SCAN_META,
-	ST_MSG_TIME,
-	ST_MSG_NEXT,
-	ST_MSG_COUNT,
-	ST_MSG_PURGE,
+	ST_MSG_APPEND, ST_TXN_APPEND, ST_MSG_SCAN, ST_MSG_SCAN_META,
+	ST_MSG_TIME, ST_MSG_NEXT, ST_MSG_COUNT, ST_MSG_PURGE,
 	ST_MSG_DELETE_PART,
-	ST_TXN_FIND_LO,
-	ST_TXN_FIND_HI,
-	ST_TXN_PREFETCH,
-	ST_TXN_TIME,
-	ST_TXN_PURGE,
-	ST_TXN_DELETE_PART,
-	ST_DLQ_INSERT,
-	ST_DLQ_LIST,
-	ST_DLQ_LIST_META,
-	ST_DLQ_GET,
-	ST_DLQ_GET_META,
-	ST_DLQ_COUNT,
-	ST_DLQ_DELETE,
-	ST_KV_GET,
-	ST_KV_PUT,
-	ST_KV_DELETE,
-	ST_KV_EXPIRY,
-	ST_KV_LIST,
+	ST_TXN_FIND_LO, ST_TXN_FIND_HI, ST_TXN_PREFETCH, ST_TXN_TIME,
+	ST_TXN_PURGE, ST_TXN_DELETE_PART,
+	ST_DLQ_INSERT, ST_DLQ_LIST, ST_DLQ_LIST_META, ST_DLQ_GET, ST_DLQ_GET_META,
+	ST_DLQ_COUNT, ST_DLQ_DELETE,
+	ST_KV_GET, ST_KV_PUT, ST_KV_DELETE, ST_KV_EXPIRY, ST_KV_LIST,
 	ST_KV_PURGE,
-	ST_NS_GET,
-	ST_NS_PUT,
-	ST_NS_DELETE,
-	ST_NS_LIST,
-	ST_TIMER_PUT,
-	ST_TIMER_DELETE,
-	ST_TIMER_GET,
-	ST_TIMER_LIST,
+	ST_NS_GET, ST_NS_PUT, ST_NS_DELETE, ST_NS_LIST,
+	ST_TIMER_PUT, ST_TIMER_DELETE, ST_TIMER_GET, ST_TIMER_LIST,
 	ST_TIMER_DUE,
 	ST_NOTIFY,
 	ST__N
 };
+/* clang-format on */
 
 /* the row-locking twin of a statement that has one: the next enumerator */
 #define LOCKED_TWIN(id) ((enum stmt)((id) + 1))
@@ -117,6 +69,11 @@ struct pend {
 /* past this many, a Sync goes out before the next statement */
 #define PEND_MAX 1024
 
+struct chan {
+	int64_t queue_id;
+	char name[QUEEN_NAME_MAX + 1];
+	char id[64]; /* within NAMEDATALEN */
+};
 struct store {
 	PGconn *c;
 	bool prepared[ST__N];
@@ -126,7 +83,11 @@ struct store {
 	bool batch;             /* in_tx holds a batch: see locked() */
 	int sp;                 /* savepoints open */
 	bool broken;            /* the connection failed: reset before use */
-	bool listening;
+	/* announcements: queue q of this schema is channel
+	 * queen_<nsp>_<q>, LISTENed while in chans */
+	int64_t nsp;
+	struct chan *chans;
+	size_t nchans, capchans;
 	bool corrupt;           /* the last failure was corruption */
 	/* a group another process created while we tried to (see
 	 * cursor_put), and the partitions whose cursor of it we have seen */
@@ -214,6 +175,8 @@ int pg_part_by_uuid(struct store *s, const char *uuid, struct part_row *out);
 int pg_part_insert(struct store *s, struct part_row *p);
 int pg_part_update(struct store *s, const struct part_row *p);
 int pg_part_list(struct store *s, int64_t qid, const char *from, part_row_cb cb,
+    void *arg);
+int pg_part_maint(struct store *s, int64_t now, int limit, part_row_cb cb,
     void *arg);
 int pg_group_get(struct store *s, int64_t qid, const char *name,
     struct group_row *out);

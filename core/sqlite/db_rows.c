@@ -619,11 +619,13 @@ int
 s_cursor_wake(struct store *s, int64_t pid, int64_t at)
 {
 	sqlite3_stmt *st;
+	int rc;
 
 	STMT(s, ST_CUR_WAKE, st);
 	sqlite3_bind_int64(st, 1, pid);
 	sqlite3_bind_int64(st, 2, at);
-	return run(s, st);
+	rc = run(s, st);
+	return rc < 0 ? rc : sqlite3_changes(s->db);
 }
 
 int

@@ -398,11 +398,12 @@ static void
 usage(void)
 {
 	fputs("usage: load MODE DIR [-t threads] [-d seconds] [-p producers]\n"
-	    "    [-c consumers] [-P partitions] [-n count] [-s samples]"
-	    " [-q queue] [-x]\n"
-	    "modes: create read rename cycle qpush qcycle nextpop wake\n"
-	    "       apipush apipop (DIR = the mount, -q the queue;\n"
-	    "       -x: apipush checks each answer by a scan, not jansson)\n",
+	      "    [-c consumers] [-P partitions] [-n count] [-s samples]"
+	      " [-q queue] [-D dir] [-x]\n"
+	      "modes: create read rename cycle qpush qcycle nextpop wake\n"
+	      "       apipush apipop (DIR = the mount, -q the queue;\n"
+	      "       -x: apipush checks each answer by a scan, not jansson;\n"
+	      "       -D: wake pushes into this dir, e.g. on another mount)\n",
 	    stderr);
 	exit(2);
 }
@@ -419,7 +420,7 @@ main(int argc, char **argv)
 	mode = argv[1];
 	opt.dir = argv[2];
 	optind = 3;
-	while ((c = getopt(argc, argv, "t:d:p:c:P:n:s:q:x")) != -1) {
+	while ((c = getopt(argc, argv, "t:d:p:c:P:n:s:q:D:x")) != -1) {
 		switch (c) {
 		case 'x': opt.scan = true; break;
 		case 't': opt.threads = atoi(optarg); break;
@@ -430,6 +431,9 @@ main(int argc, char **argv)
 		case 'n': opt.count = atol(optarg); break;
 		case 's': opt.samples = atoi(optarg); break;
 		case 'q': opt.queue = optarg; break;
+		case 'D':
+			opt.push_dir = optarg;
+			break;
 		default: usage();
 		}
 	}

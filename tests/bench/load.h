@@ -14,6 +14,7 @@
 struct load_opts {
 	const char *dir;        /* the target directory (a queue, or the mount) */
 	const char *queue;      /* api modes: the queue's name */
+	const char *push_dir;   /* wake: the producer's (another mount's) */
 	int threads, producers, consumers, samples;
 	long partitions, count; /* count: stop after this many (0: no cap) */
 	double dur;             /* seconds */

@@ -2,7 +2,9 @@
  * wake.c - the wake-up latency of a blocked reader of `next`: a consumer
  * thread sits in read(2) of DIR/next, the producer pushes one file, and
  * the sample is the time from the producer's close(2) call to the return
- * of the consumer's read.  Prints "P50_US P99_US SAMPLES".
+ * of the consumer's read.  With -D the producer pushes into that directory
+ * instead (the same queue through another mount).  Prints "P50_US P99_US
+ * SAMPLES".
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -90,8 +92,8 @@ run_wake(const char *payload, size_t len)
 		if (r < 0)
 			break;
 		usleep(2000);   /* let the read reach the daemon and block */
-		snprintf(path, sizeof(path), "%s/w%d-%d", opt.dir,
-		    (int)getpid(), i);
+		snprintf(path, sizeof(path), "%s/w%d-%d",
+		    opt.push_dir ? opt.push_dir : opt.dir, (int)getpid(), i);
 		fd = open(path, O_CREAT | O_EXCL | O_WRONLY, 0644);
 		if (fd < 0 || write(fd, payload, len) != (ssize_t)len) {
 			fail("push", path, errno);
