@@ -160,9 +160,21 @@ clamp_add(int64_t a, int64_t b)
 void
 uuid_v7(struct queen *q, char out[QUEEN_ID_LEN + 1])
 {
+	/*
+	 * Ids of one process sort in the order they were made: rand_a
+	 * holds a counter within the millisecond (RFC 9562, method 1),
+	 * and a millisecond past 4096 ids borrows from the next one.
+	 */
+	static _Atomic uint64_t last;
 	unsigned char b[16];
-	uint64_t ms = (uint64_t)queen_now(q);
+	uint64_t ms = (uint64_t)queen_now(q), v, seen;
 	int i;
+
+	seen = atomic_load(&last);
+	do {
+		v = ms << 12 > seen ? ms << 12 : seen + 1;
+	} while (!atomic_compare_exchange_weak(&last, &seen, v));
+	ms = v >> 12;
 
 	if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b)) {
 		/* getrandom on Linux does not fail for 16 bytes once seeded */
@@ -171,7 +183,8 @@ uuid_v7(struct queen *q, char out[QUEEN_ID_LEN + 1])
 	}
 	for (i = 0; i < 6; i++)
 		b[i] = (unsigned char)(ms >> (40 - 8 * i));
-	b[6] = (unsigned char)(0x70 | (b[6] & 0x0f));
+	b[6] = (unsigned char)(0x70 | ((v >> 8) & 0x0f));
+	b[7] = (unsigned char)(v & 0xff);
 	b[8] = (unsigned char)(0x80 | (b[8] & 0x3f));
 	snprintf(out, QUEEN_ID_LEN + 1,
 	    "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
