@@ -147,6 +147,28 @@ is_uuid(const char *s)
 	return 1;
 }
 
+/* 5000 ids made back to back (many in one millisecond) sort as made */
+static void
+test_ids_in_order(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "push-order");
+	static struct queen_push_item it[5000];
+	static struct queen_push_result r[5000];
+	int i, bad = 0;
+
+	for (i = 0; i < 5000; i++) {
+		it[i].queue = Q;
+		it[i].payload = "p";
+		it[i].len = 1;
+	}
+	is_int(queen_push(q, it, 5000, false, r), 0, "order: 5000 pushed");
+	for (i = 1; i < 5000; i++)
+		bad += strcmp(r[i - 1].gen_txid, r[i].gen_txid) >= 0;
+	is_int(bad, 0, "order: each generated id sorts after the one before");
+	fix_close(&f);
+}
+
 static void
 test_generated_txid(void)
 {
@@ -178,6 +200,7 @@ test_generated_txid(void)
 	is_int(queen_push(q, it, 1, false, r), -EINVAL,
 	    "gen: an empty txid is -EINVAL");
 	fix_close(&f);
+	test_ids_in_order();
 }
 
 static void
