@@ -132,7 +132,8 @@ check-fs: all
 # daemons on one database (fs-004x skip themselves without QUEEN_TEST_PG):
 # a private cluster in a temp dir, stopped by its pid when they end
 # (tests/pg.sh).
-PG_FS_TESTS = tests/fs-0040-pg-multi.sh tests/fs-0041-pg-crash.sh
+PG_FS_TESTS = tests/fs-0040-pg-multi.sh tests/fs-0041-pg-crash.sh \
+    tests/fs-0043-pg-failover.sh
 check-pg: all
 	QUEENFS_BUILD=$(abspath $(O)) tests/pg.sh prove $(PROVE_FLAGS) \
 	    $(UNIT_BIN) $(PG_FS_TESTS)

@@ -379,20 +379,43 @@ pg_corrupt(const char *state)
 	    strcmp(state, "XX002") == 0);
 }
 
+/*
+ * libpq's message on one line: a failed connection to several hosts is a
+ * line per host (each with its reason), continuation lines start with a
+ * tab; the daemon logs one line per failure, with every host's reason.
+ */
+static void
+set_err(struct store *s, const char *msg)
+{
+	size_t o = 0;
+
+	for (; *msg && o + 3 < sizeof(s->err); msg++) {
+		if (*msg != '\n') {
+			s->err[o++] = *msg == '\t' ? ' ' : *msg;
+			continue;
+		}
+		while (msg[1] == '\t' || msg[1] == ' ')
+			msg++;
+		if (msg[1] && o > 0) {
+			s->err[o++] = ';';
+			s->err[o++] = ' ';
+		}
+	}
+	while (o > 0 && s->err[o - 1] == ' ')
+		o--;
+	s->err[o] = '\0';
+}
+
 /* Note a failed result (r may be NULL); returns the errno. */
 static int
 fail(struct store *s, const PGresult *r)
 {
 	const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
 	const char *msg = r ? PQresultErrorMessage(r) : "";
-	size_t n;
 
 	if (!msg[0])
 		msg = PQerrorMessage(s->c);
-	n = strlen(msg);
-	while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
-		n--;
-	snprintf(s->err, sizeof(s->err), "%.*s", (int)n, msg);
+	set_err(s, msg);
 	s->corrupt = pg_corrupt(state);
 	if (PQstatus(s->c) != CONNECTION_OK ||
 	    (state && strncmp(state, "08", 2) == 0))
