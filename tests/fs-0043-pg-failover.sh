@@ -164,6 +164,22 @@ test_expect_success 'the same daemons serve on, on the new primary' '
 	test_is 0 "$(stat_of "$B/queues/after/stats" depth)" "depth after the acks"
 '
 
+# B listens again on the new primary: a reader blocked there (wait = 60)
+# is handed a push through A, not ENODATA at its deadline
+test_expect_success 'a reader blocked on B is woken by a push through A' '
+	mkdir "$A/queues/w" &&
+	echo "wait = 60" >"$A/queues/w/config" &&
+	{ timeout 90 cat "$B/queues/w/next" >woken & } &&
+	reader=$! && track_pid $reader &&
+	wait_until 10 "test \"\$(stat_of \"$B/sys/stats\" waiting_readers)\" = 1" &&
+	printf wake >"$A/queues/w/w1" &&
+	{ wait_until 30 "! kill -0 $reader 2>/dev/null" || {
+		stop_pid $reader; false; }; } &&
+	wait $reader &&
+	grep -q "^leased/[^/]*/w1$" woken &&
+	mv "$B/queues/w/$(cat woken)" "$B/queues/w/ack/"
+'
+
 test_expect_success 'every confirmed push is on the new primary, byte for byte' '
 	cat pushed.* | sort >confirmed &&
 	# a close() confirmed while the database was away is published by
