@@ -69,7 +69,7 @@ struct store {
 	int64_t adopted;
 	int64_t *seen;
 	size_t nseen, capseen;
-	char err[512];          /* one line: see set_err */
+	char err[512]; /* one line: see set_err */
 };
 #define MAXP 24
 
