@@ -267,6 +267,7 @@ test_expect_success 'no confirmed ack is delivered again; the rest is all delive
 # failed on both hosts: the log says why for each, on one line.
 test_expect_success 'what the daemons logged: both hosts reasons on one line, no assertion' '
 	sed "s|^|a: |" "$DAEMON_LOG" && sed "s|^|b: |" "$TRASH/b.log" &&
+	echo "lines logged: a $(wc -l <"$DAEMON_LOG"), b $(wc -l <"$TRASH/b.log")" &&
 	grep "$PGPAIR_P/\.s\.PGSQL.*failed: .*; .*$PGPAIR_S/\.s\.PGSQL.*failed: .*read-only" \
 	    "$DAEMON_LOG" "$TRASH/b.log" | head -n 1 | grep . &&
 	! grep -e "Assertion" -e "ERROR: .*Sanitizer" -e "runtime error:" \
