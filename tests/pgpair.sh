@@ -9,7 +9,8 @@
 #
 # Sets PGPAIR_P and PGPAIR_S, the socket dirs (libpq hosts) of the primary
 # and the standby.  pgpair_crash_primary stops the primary in immediate
-# mode; pgpair_promote promotes the standby.  pgpair_stop stops every
+# mode (PGPAIR_SIGNAL=INT: a fast shutdown, as a planned switchover
+# does); pgpair_promote promotes the standby.  pgpair_stop stops every
 # postmaster still running by its pid and removes the dirs; the caller
 # runs it on every exit.  The standby is synchronous (the primary's
 # synchronous_standby_names names it): a COMMIT that returned is on both.
@@ -118,9 +119,10 @@ pgpair_start () {
 }
 
 # pgpair_crash_primary: SIGQUIT to the postmaster (immediate shutdown: the
-# backends exit at once, no checkpoint), then wait for it to be gone
+# backends exit at once, no checkpoint; or $PGPAIR_SIGNAL), then wait for
+# it to be gone
 pgpair_crash_primary () {
-	kill -QUIT "$PGPAIR_PPID" || return 1
+	kill -${PGPAIR_SIGNAL:-QUIT} "$PGPAIR_PPID" || return 1
 	pgpair_wait_gone_ "$PGPAIR_PPID" 30 || {
 		echo "the primary (pid $PGPAIR_PPID) did not stop"
 		return 1
