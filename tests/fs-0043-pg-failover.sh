@@ -8,8 +8,10 @@
 # push whose close() returned 0 is on the new primary (psql), every ack
 # whose rename() returned 0 is below its committed cursor there and is
 # never delivered again, and both daemons, the same pids, serve new
-# pushes and pops.  Run under tests/pg.sh (make check-pg); the clusters
-# are this script's, not tests/pg.sh's.
+# pushes and pops.  A third mount lists a host that never answers
+# between the two; it too serves on the new primary.  Run under
+# tests/pg.sh (make check-pg); the clusters are this script's, not
+# tests/pg.sh's.
 QUEENFS_TEST_TIMEOUT=${QUEENFS_TEST_TIMEOUT:-240}
 . "$(dirname "$0")/lib.sh"
 test -n "${QUEEN_TEST_PG:-}" ||
@@ -39,6 +41,30 @@ test_expect_success 'the standby is synchronous; a second mount on both hosts' '
 	printf "wait = 1\nlease_time = 3\nretry_limit = 1000\n" >"$A/queues/fo/config" &&
 	grep -qx "lease_time = 3" "$B/queues/fo/config" &&
 	extra_pid_ b && PIDB=$ep_ && test -n "$PIDB"
+'
+
+cat >"$TRASH/blackhole.py" <<\PYEOF
+# blackhole.py PATH: a unix socket that takes connections and never
+# answers, as a host whose packets vanish
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1])
+s.listen(64)
+held = []
+while True:
+    held.append(s.accept()[0])
+PYEOF
+
+# c lists a host that never answers between the primary and the standby:
+# once the primary is gone, each reconnect of c must give up on it and
+# go on to the standby
+test_expect_success 'a third mount lists a host that never answers between the two' '
+	mkdir bh &&
+	{ "$PYTHON3" blackhole.py "$TRASH/bh/.s.PGSQL.5432" & } &&
+	track_pid $! &&
+	wait_until 5 "test -S \"$TRASH/bh/.s.PGSQL.5432\"" &&
+	mount_extra c --db "postgresql:///postgres?host=$PGPAIR_P,$TRASH/bh,$PGPAIR_S&user=postgres&target_session_attrs=read-write&options=-csearch_path%3D$SCHEMA" &&
+	grep -qx "lease_time = 3" "$TRASH/c/queues/fo/config"
 '
 
 cat >"$TRASH/producer.py" <<\PYEOF
@@ -164,7 +190,11 @@ test_expect_success 'the same daemons serve on, on the new primary' '
 	test_cmp expect got &&
 	mv "$B/queues/after/$L1" "$B/queues/after/ack/" &&
 	mv "$A/queues/after/$L2" "$A/queues/after/ack/" &&
-	test_is 0 "$(stat_of "$B/queues/after/stats" depth)" "depth after the acks"
+	test_is 0 "$(stat_of "$B/queues/after/stats" depth)" "depth after the acks" &&
+	timeout -s KILL 40 sh -c "printf three >\"$TRASH/c/queues/after/partitions/p3/x3\"" &&
+	L3=$(pop "$A/queues/after") &&
+	test_is x3 "${L3##*/}" "pushed through c, popped through A" &&
+	mv "$A/queues/after/$L3" "$A/queues/after/ack/"
 '
 
 # B listens again on the new primary: a reader blocked there (wait = 60)
@@ -271,7 +301,7 @@ test_expect_success 'what the daemons logged: both hosts reasons on one line, no
 	grep "$PGPAIR_P/\.s\.PGSQL.*failed: .*; .*$PGPAIR_S/\.s\.PGSQL.*failed: .*read-only" \
 	    "$DAEMON_LOG" "$TRASH/b.log" | head -n 1 | grep . &&
 	! grep -e "Assertion" -e "ERROR: .*Sanitizer" -e "runtime error:" \
-	    "$DAEMON_LOG" "$TRASH/b.log"
+	    "$DAEMON_LOG" "$TRASH/b.log" "$TRASH/c.log"
 '
 
 test_done

@@ -886,6 +886,25 @@ static const struct store_ops pg_ops = {
 	.events = pg_events,
 };
 
+/*
+ * libpq waits without limit for a host that never answers (a dead machine
+ * whose packets vanish: often the old primary after a failover), and only
+ * then tries the next host of the list.  Unless the URI or the
+ * environment sets connect_timeout, give each host 5 s, so that a
+ * reconnect (PQreset keeps these options) reaches the new primary.
+ */
+static PGconn *
+connect_db(const char *uri)
+{
+	const char *const kw[] = { "connect_timeout", "dbname", NULL };
+	const char *const val[] = { "5", uri, NULL };
+
+	if (getenv("PGCONNECT_TIMEOUT"))
+		return PQconnectdb(uri);
+	/* the URI's own fields override the entries before it */
+	return PQconnectdbParams(kw, val, 1);
+}
+
 int
 pg_open(const struct queen_options *opt, struct store **out,
     const struct store_ops **ops, char *err, size_t errlen)
@@ -901,7 +920,7 @@ pg_open(const struct queen_options *opt, struct store **out,
 		return -ENOMEM;
 	s->ro = opt->read_only;
 	s->sync = opt->sync;
-	s->c = PQconnectdb(opt->path);
+	s->c = connect_db(opt->path);
 	if (!s->c) {
 		rc = -ENOMEM;
 		goto out_close;
