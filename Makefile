@@ -134,8 +134,8 @@ check-fs: all
 # a private cluster in a temp dir, stopped by its pid when they end
 # (tests/pg.sh).
 PG_FS_TESTS = tests/fs-0040-pg-multi.sh tests/fs-0041-pg-crash.sh \
-    tests/fs-0042-pg-round-trips.sh tests/fs-0044-pg-wake.sh \
-    tests/fs-0063-http-pg.sh
+    tests/fs-0042-pg-round-trips.sh tests/fs-0043-pg-failover.sh \
+    tests/fs-0044-pg-wake.sh tests/fs-0063-http-pg.sh
 check-pg: all
 	QUEENFS_BUILD=$(abspath $(O)) tests/pg.sh prove $(PROVE_FLAGS) \
 	    $(UNIT_BIN) $(PG_FS_TESTS)

@@ -308,7 +308,9 @@ struct store_ops {
 	int (*set_durable)(struct store *st, bool durable);
 	/* make every commit so far durable; unlike the rest, may run on a
 	 * second thread while the store is in use (NULL: commits at the
-	 * durable level are durable by themselves) */
+	 * durable level are durable by themselves).  -ENOTCONN: the
+	 * connection is lost; those commits are not known durable, later
+	 * syncs may succeed (any other failure stops writes for good) */
 	int (*sync)(struct store *st);
 	/* copy the log into the database, now or soon (NULL: nothing to
 	 * do); 1: it copied all of it and cut the file, to give a full disk

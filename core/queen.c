@@ -382,6 +382,11 @@ queen_sync(struct queen *q, uint64_t ticket)
 		return rc;
 	upto = atomic_load(&q->seq);
 	if ((rc = q->ops->sync(q->st)) != 0) {
+		/* a lost connection (PostgreSQL's failover) fails the writes
+		 * this sync was to cover; the next one, on a new connection,
+		 * covers what follows */
+		if (rc == -ENOTCONN)
+			return rc;
 		/* a failed fsync may have dropped pages: nothing is sure */
 		rc = rc == -ENOSPC ? rc : -EIO;
 		atomic_store(&q->sync_err, rc);

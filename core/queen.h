@@ -148,7 +148,9 @@ uint64_t queen_sync_ticket(struct queen *q);
  * queen_sync - return once every commit up to ticket is on the disk.  The
  * one call that may run on a second thread while another uses q; one
  * thread at a time may call it.  A failure is a failed fsync: -EIO, and
- * from then on every write is refused and queen_failed says why.
+ * from then on every write is refused and queen_failed says why; or
+ * -ENOTCONN: the store's connection was lost (PostgreSQL), the commits up
+ * to ticket are not known durable, and a later sync may succeed.
  */
 int queen_sync(struct queen *q, uint64_t ticket);
 /*

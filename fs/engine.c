@@ -52,6 +52,7 @@ static struct {
 	struct job *unsynced, **unsynced_tail;
 	uint64_t need, synced;  /* tickets: the highest due, the highest done */
 	int sync_rc;            /* a failed sync's, for all held after it */
+	uint64_t lost_upto;     /* tickets a lost connection left unsure */
 	bool sync_stop, sync_logged;
 	/* an event channel: the engine sleeps in poll(), kicked by kickfd */
 	bool sleeping, kicked;
@@ -473,7 +474,7 @@ static void *
 syncer_main(void *arg)
 {
 	struct job *list, **lt, *j, *nx, **pp;
-	uint64_t t;
+	uint64_t t, lost;
 	int rc;
 
 	(void)arg;
@@ -485,14 +486,21 @@ syncer_main(void *arg)
 			t = E.need;
 			pthread_mutex_unlock(&E.mu);
 			rc = queen_sync(E.q, t);
-			if (rc < 0 && !E.sync_logged) {
+			if (rc == -ENOTCONN)
+				fs_log("syncing the log failed: the connection "
+				       "to the store was lost; the writes it "
+				       "covers fail with EIO");
+			else if (rc < 0 && !E.sync_logged) {
 				E.sync_logged = true;
 				fs_log("syncing the log failed (%s): writes "
 				    "stopped", strerror(-rc));
 			}
 			pthread_mutex_lock(&E.mu);
 			E.synced = t;
-			if (rc < 0)
+			/* lost: what it covers is unsure, later syncs are not */
+			if (rc == -ENOTCONN)
+				E.lost_upto = t;
+			else if (rc < 0)
 				E.sync_rc = rc;
 		}
 		/* take what the sync covers; the rest waits for the next */
@@ -511,6 +519,7 @@ syncer_main(void *arg)
 		}
 		E.unsynced_tail = pp;
 		rc = E.sync_rc;
+		lost = E.lost_upto;
 		if (!list && E.sync_stop && E.need <= E.synced)
 			break;
 		pthread_mutex_unlock(&E.mu);
@@ -518,6 +527,8 @@ syncer_main(void *arg)
 			nx = j->next;
 			if (rc < 0 && j->rc >= 0)
 				j->rc = rc == -ENOSPC ? -ENOSPC : -EIO;
+			else if (j->ticket <= lost && j->rc >= 0)
+				j->rc = -EIO;
 			finish(j);
 		}
 		pthread_mutex_lock(&E.mu);

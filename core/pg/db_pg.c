@@ -417,20 +417,43 @@ pg_corrupt(const char *state)
 	    strcmp(state, "XX002") == 0);
 }
 
+/*
+ * libpq's message on one line: a failed connection to several hosts is a
+ * line per host (each with its reason), continuation lines start with a
+ * tab; the daemon logs one line per failure, with every host's reason.
+ */
+static void
+set_err(struct store *s, const char *msg)
+{
+	size_t o = 0;
+
+	for (; *msg && o + 3 < sizeof(s->err); msg++) {
+		if (*msg != '\n') {
+			s->err[o++] = *msg == '\t' ? ' ' : *msg;
+			continue;
+		}
+		while (msg[1] == '\t' || msg[1] == ' ')
+			msg++;
+		if (msg[1] && o > 0) {
+			s->err[o++] = ';';
+			s->err[o++] = ' ';
+		}
+	}
+	while (o > 0 && s->err[o - 1] == ' ')
+		o--;
+	s->err[o] = '\0';
+}
+
 /* Note a failed result (r may be NULL); returns the errno. */
 static int
 fail(struct store *s, const PGresult *r)
 {
 	const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
 	const char *msg = r ? PQresultErrorMessage(r) : "";
-	size_t n;
 
 	if (!msg[0])
 		msg = PQerrorMessage(s->c);
-	n = strlen(msg);
-	while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
-		n--;
-	snprintf(s->err, sizeof(s->err), "%.*s", (int)n, msg);
+	set_err(s, msg);
 	s->corrupt = pg_corrupt(state);
 	if (PQstatus(s->c) != CONNECTION_OK ||
 	    (state && strncmp(state, "08", 2) == 0))
@@ -1039,6 +1062,25 @@ pg_set_durable(struct store *s, bool durable)
  * and commits with synchronous_commit on waits for the WAL flush up to its
  * commit record, which lies after every commit made before it began.
  */
+/*
+ * libpq waits without limit for a host that never answers (a dead machine
+ * whose packets vanish: often the old primary after a failover), and only
+ * then tries the next host of the list.  Unless the URI or the
+ * environment sets connect_timeout, give each host 5 s, so that a
+ * reconnect (PQreset keeps these options) reaches the new primary.
+ */
+static PGconn *
+connect_db(const char *uri)
+{
+	const char *const kw[] = { "connect_timeout", "dbname", NULL };
+	const char *const val[] = { "5", uri, NULL };
+
+	if (getenv("PGCONNECT_TIMEOUT"))
+		return PQconnectdb(uri);
+	/* the URI's own fields override the entries before it */
+	return PQconnectdbParams(kw, val, 1);
+}
+
 static int
 pg_sync(struct store *s)
 {
@@ -1046,20 +1088,24 @@ pg_sync(struct store *s)
 	int rc = 0;
 
 	if (!s->syncc) {
-		if (!(s->syncc = PQconnectdb(s->conninfo)))
+		if (!(s->syncc = connect_db(s->conninfo)))
 			return -ENOMEM;
 		PQsetNoticeProcessor(s->syncc, no_notices, NULL);
 	} else if (PQstatus(s->syncc) != CONNECTION_OK) {
 		PQreset(s->syncc);
 	}
+	/* no connection (a failover): the commits it was to cover are not
+	 * known durable, but the next flush, on a new one, covers the rest */
 	if (PQstatus(s->syncc) != CONNECTION_OK)
-		return -EIO;
+		return -ENOTCONN;
 	r = PQexec(s->syncc,
 	    "SET synchronous_commit = on; "
 	    "SELECT txid_current()");
 	atomic_fetch_add(&s->sync_trips, 1);
+	/* the server keeps its own WAL safe (a failed flush there is a
+	 * PANIC and a restart): a failure here is never lost pages of ours */
 	if (PQresultStatus(r) != PGRES_TUPLES_OK)
-		rc = -EIO;
+		rc = -ENOTCONN;
 	PQclear(r);
 	return rc;
 }
@@ -1143,6 +1189,7 @@ static const struct store_ops pg_ops = {
 	.shared = true,
 };
 
+
 int
 pg_open(const struct queen_options *opt, struct store **out,
     const struct store_ops **ops, char *err, size_t errlen)
@@ -1160,7 +1207,7 @@ pg_open(const struct queen_options *opt, struct store **out,
 	s->sync = opt->sync;
 	s->durable = true;
 	s->conninfo = strdup(opt->path);
-	s->c = PQconnectdb(opt->path);
+	s->c = connect_db(opt->path);
 	if (!s->c || !s->conninfo) {
 		rc = -ENOMEM;
 		goto out_close;

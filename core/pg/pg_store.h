@@ -122,7 +122,7 @@ struct store {
 	char *conninfo;
 	PGconn *syncc;
 	_Atomic uint64_t sync_trips;
-	char err[256];
+	char err[512]; /* one line: see set_err */
 };
 #define MAXP 24
 

@@ -10,8 +10,12 @@
 # With BENCH_PG=1 (the default when a PostgreSQL server is installed) a
 # private cluster (initdb in a temp dir, unix socket only, fsync on, stopped
 # by its pid) adds queenfs-on-PostgreSQL figures: one daemon (push 1p/4p,
-# cycle 1+1), then 2 and 4 daemons on one database, each on its own mount,
-# loaded at once (total push/s and cycle/s).  BENCH_PG=0 leaves it out.
+# cycle 1+1, api/push 1000 items/request, round trips per operation when
+# sys/stats shows pg_round_trips), then 1, 2 and 4 daemons on one database,
+# each on its own mount, loaded at once over 1 and over 8 partitions (total
+# push/s and cycle/s), and beside them pgbench on the same cluster running
+# the equivalent statements.  BENCH_PG=0 leaves it out.  BENCH_ONLY=pg runs
+# only those and the SQLite sync full figures they are compared with.
 
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -33,6 +37,11 @@ if test -z "${BENCH_PG:-}"; then
 fi
 PGDIR=
 PGPID=
+ONLY=${BENCH_ONLY:-}
+case "$ONLY" in
+''|pg) ;;
+*) echo "bench: BENCH_ONLY: pg or nothing" >&2; exit 2 ;;
+esac
 
 TMP=$(mktemp -d /tmp/queenfs-bench.XXXXXX) || exit 1
 RES=$TMP/results
@@ -183,17 +192,23 @@ have_or_install () {
 }
 
 BS=false RS=false DQ=false
-if have_or_install beanstalkd && command -v beanstalkd >/dev/null; then
+if test "$ONLY" = pg; then
+	say "bench: BENCH_ONLY=pg: PostgreSQL figures and their SQLite sync full references only"
+elif have_or_install beanstalkd && command -v beanstalkd >/dev/null; then
 	BS=true
 else
 	say "bench: SKIP beanstalkd (not installed and cannot install it)"
 fi
-if have_or_install redis-server && command -v redis-server >/dev/null; then
+if test "$ONLY" = pg; then
+	:
+elif have_or_install redis-server && command -v redis-server >/dev/null; then
 	RS=true
 else
 	say "bench: SKIP Redis (not installed and cannot install it)"
 fi
-if have_or_install python3-dirq && /usr/bin/python3 -c 'import dirq' 2>/dev/null; then
+if test "$ONLY" = pg; then
+	:
+elif have_or_install python3-dirq && /usr/bin/python3 -c 'import dirq' 2>/dev/null; then
 	DQ=true
 else
 	say "bench: SKIP dirq (python3-dirq not installed and cannot install it)"
@@ -279,7 +294,62 @@ if test "$BENCH_PG" = 1; then
 else
 	say "bench: SKIP PostgreSQL (BENCH_PG=0, or no server: apt-get install postgresql)"
 fi
-# one daemon on its own schema, then four on one schema (pgm1..pgm4)
+# pgbench's tables, in their own schema: a partition row per partition
+# and the message table as queenfs's (id, created_at, txid, trace_id,
+# payload); push.sql appends one message as queenfs's push does (the
+# partition row updated, one row inserted, one transaction), batch.sql
+# 1000 rows by one set-based INSERT
+pgb_setup () {
+	"$PG_BIN/psql" -X -q -h "$PGDIR" -U postgres -d postgres \
+	    -v ON_ERROR_STOP=1 >"$TMP/pgb-setup.log" 2>&1 <<-EOF || return 1
+	CREATE SCHEMA pgb;
+	CREATE TABLE pgb.partitions (id BIGINT PRIMARY KEY,
+	    tail BIGINT NOT NULL, last_push_at BIGINT NOT NULL);
+	INSERT INTO pgb.partitions SELECT g, 0, 0 FROM generate_series(1, 2) g;
+	CREATE TABLE pgb.messages (id BIGINT PRIMARY KEY,
+	    created_at BIGINT NOT NULL, txid BYTEA NOT NULL, trace_id BYTEA,
+	    payload BYTEA NOT NULL);
+	EOF
+	cat >"$TMP/pgb-push.sql" <<-\EOF
+	BEGIN;
+	UPDATE pgb.partitions SET tail = tail + 1, last_push_at = 1 WHERE id = 1 RETURNING tail \gset
+	INSERT INTO pgb.messages (id, created_at, txid, payload) VALUES (:tail, 1, convert_to('m' || :client_id || '-' || :tail, 'UTF8'), convert_to(repeat('x', 200), 'UTF8'));
+	END;
+	EOF
+	cat >"$TMP/pgb-batch.sql" <<-\EOF
+	BEGIN;
+	UPDATE pgb.partitions SET tail = tail + 1000, last_push_at = 1 WHERE id = 2 RETURNING tail \gset
+	INSERT INTO pgb.messages (id, created_at, txid, payload) SELECT 1000000000000 + :tail - g, 1, convert_to('b' || (:tail - g), 'UTF8'), convert_to(repeat('x', 200), 'UTF8') FROM generate_series(0, 999) g;
+	END;
+	EOF
+	# $TMP/pgb SCRIPT CLIENTS [MSGS_PER_TX]: pgbench SCRIPT for the
+	# run's seconds; prints messages/s (its tps times MSGS_PER_TX) and
+	# the messages, as load does
+	sec=${DUR%.*}
+	test "${sec:-0}" -ge 1 || sec=1
+	cat >"$TMP/pgb" <<-EOF
+	#!/bin/sh
+	"$PG_BIN/pgbench" -n -M prepared -f "$TMP/pgb-\$1.sql" -c "\$2" -j "\$2" \\
+	    -T $sec -h "$PGDIR" -U postgres postgres |
+	    awk -v k="\${3:-1}" '
+		/^number of transactions actually processed/ { split(\$NF, a, "/"); n = a[1] }
+		/^tps = / { t = \$3 }
+		END { if (t != "") printf "%.1f %d\\n", t * k, n * k }'
+	EOF
+	chmod +x "$TMP/pgb"
+}
+
+PGB=false
+if $PG && test -x "$PG_BIN/pgbench"; then
+	if pgb_setup; then
+		PGB=true
+	else
+		say "bench: SKIP pgbench (its tables: $(tail -n 1 "$TMP/pgb-setup.log"))"
+	fi
+fi
+
+# one daemon on its own schema, then four on one schema (pgm1..pgm4); the
+# queues of N daemons over P partitions: mpushNxP, mcycNxP
 if $PG; then
 	if mount_fs pg "$QFS" -f --db "$(pg_db one)" --sync full &&
 	    mkdir "$TMP/pg.mnt/queues/push1" "$TMP/pg.mnt/queues/push4" \
@@ -290,8 +360,12 @@ if $PG; then
 				{ PG=false; break; }
 		done
 		if $PG; then
-			for q in mpush2 mpush4 mcyc2 mcyc4; do
-				mkdir "$TMP/pgm1.mnt/queues/$q" || PG=false
+			for n in 1 2 4; do
+				for p in 1 8; do
+					mkdir "$TMP/pgm1.mnt/queues/mpush${n}x$p" \
+					    "$TMP/pgm1.mnt/queues/mcyc${n}x$p" ||
+						PG=false
+				done
 			done
 		fi
 		$PG || say "bench: SKIP PostgreSQL multi-mount (a daemon did not mount)"
@@ -302,11 +376,14 @@ if $PG; then
 	fi
 fi
 # Queen's HTTP API: a daemon with no mount, sync full, on its own store
-P_HF=$(free_port)
-start hf "$QFS" -f --db "$TMP/hf.db" --sync full --listen "127.0.0.1:$P_HF"
-PID_hf=$LASTPID
-HTTP=true
-wait_port "$P_HF" || { say "bench: SKIP HTTP (the daemon did not listen)"; HTTP=false; }
+HTTP=false
+if test "$ONLY" != pg; then
+	P_HF=$(free_port)
+	start hf "$QFS" -f --db "$TMP/hf.db" --sync full --listen "127.0.0.1:$P_HF"
+	PID_hf=$LASTPID
+	HTTP=true
+	wait_port "$P_HF" || { say "bench: SKIP HTTP (the daemon did not listen)"; HTTP=false; }
+fi
 $API || say "bench: the mount has no api/ files: api figures are n/a, prefill goes through the engine"
 
 # the two scale mounts: 10k partitions and a deep backlog, prefilled
@@ -337,11 +414,13 @@ prefill_mount () {
 		return 1
 	mount_fs "$name" "$QFS" -f --db "$TMP/$name2.db" --sync normal
 }
-t0=$(date +%s)
-say "bench: prefilling $PARTS partitions and a $BACKLOG-message backlog"
-prefill_mount part "$PARTS" "$PARTS" || exit 1
-prefill_mount deep "$BACKLOG" 0 || exit 1
-say "bench: prefill took $(($(date +%s) - t0)) s"
+if test "$ONLY" != pg; then
+	t0=$(date +%s)
+	say "bench: prefilling $PARTS partitions and a $BACKLOG-message backlog"
+	prefill_mount part "$PARTS" "$PARTS" || exit 1
+	prefill_mount deep "$BACKLOG" 0 || exit 1
+	say "bench: prefill took $(($(date +%s) - t0)) s"
+fi
 PQ=$TMP/part.mnt/queues/q
 DQQ=$TMP/deep.mnt/queues/q
 
@@ -385,6 +464,27 @@ figc () {
 	CPU_OF=
 }
 
+# pg_rt MOUNT: the daemon's pg_round_trips so far (nothing if sys/stats
+# has no such line)
+pg_rt () {
+	sed -n 's/^pg_round_trips = \([0-9]*\)$/\1/p' "$TMP/$1.mnt/sys/stats" 2>/dev/null
+}
+
+# figrt MOUNT PER KEY CMD...: figc, and KEY.rt: the round trips to
+# PostgreSQL per operation (PER: the operations per unit of the load's
+# count, e.g. 0.001 for requests of 1000 items), when there is a counter
+figrt () {
+	rt_m=$1 rt_per=$2
+	shift 2
+	r0=$(pg_rt "$rt_m")
+	figc "$rt_m" "$@"
+	r1=$(pg_rt "$rt_m")
+	set -- $out
+	test -n "$r0" && test -n "$r1" && test "${2:-0}" -gt 0 &&
+		awk -v a="$r0" -v b="$r1" -v n="$2" -v p="$rt_per" -v k="$key" \
+		    'BEGIN { printf "%s.rt %.2f\n", k, (b - a) / (n * p) }' >>"$RES"
+}
+
 # multi KEY N MODE QUEUE ARGS...: one load per mount pgm1..pgmN, all at
 # once on QUEUE of their shared database; the sum of their rates to $RES
 multi () {
@@ -414,6 +514,14 @@ multi () {
 }
 
 rep () {
+	if test "$ONLY" = pg; then
+		fig f.push1 "$L" create "$FQ/push1" -t 1 -d "$DUR"
+		figc full f.push4 "$L" create "$FQ/push4" -t 4 -d "$DUR"
+		fig f.qc11 "$L" qcycle "$FQ/qc11" -p 1 -c 1 -d "$DUR"
+		$API && figc full f.apipush "$L" apipush "$TMP/full.mnt" -q api -d "$DUR"
+		rep_pg
+		return
+	fi
 	figc null null.create1 "$L" create "$NM/c" -t 1 -d "$DUR"
 	fig f.push1 "$L" create "$FQ/push1" -t 1 -d "$DUR"
 	figc normal n.push1 "$L" create "$NQ/push1" -t 1 -d "$DUR"
@@ -485,15 +593,28 @@ rep () {
 		fig dq.add /usr/bin/python3 "$S/dirqload.py" "$TMP/dirq" add "$DUR"
 		fig dq.cycle /usr/bin/python3 "$S/dirqload.py" "$TMP/dirq" cycle "$DUR"
 	fi
+	rep_pg
+}
+
+rep_pg () {
 	if test -n "$PGQ"; then
-		fig pg.push1 "$L" create "$PGQ/push1" -t 1 -d "$DUR"
-		fig pg.push4 "$L" create "$PGQ/push4" -t 4 -d "$DUR"
-		fig pg.qc11 "$L" qcycle "$PGQ/qc11" -p 1 -c 1 -d "$DUR"
+		figrt pg 1 pg.push1 "$L" create "$PGQ/push1" -t 1 -d "$DUR"
+		figrt pg 1 pg.push4 "$L" create "$PGQ/push4" -t 4 -d "$DUR"
+		figrt pg 1 pg.qc11 "$L" qcycle "$PGQ/qc11" -p 1 -c 1 -d "$DUR"
+		$API && figrt pg 0.001 pg.apipush "$L" apipush "$TMP/pg.mnt" \
+		    -q api -d "$DUR"
+	fi
+	if $PGB; then
+		fig pgb.push1 "$TMP/pgb" push 1
+		fig pgb.push4 "$TMP/pgb" push 4
+		fig pgb.batch1 "$TMP/pgb" batch 1 1000
 	fi
 	if $PG; then
-		for n in 2 4; do
-			multi pgm.push$n $n create mpush$n -t 1
-			multi pgm.cycle$n $n cycle mcyc$n -t 1 -P 8
+		for n in 1 2 4; do
+			multi pgm.push${n}x1 $n create mpush${n}x1 -t 1
+			multi pgm.push${n}x8 $n create mpush${n}x8 -t 1 -P 8
+			multi pgm.cycle${n}x1 $n cycle mcyc${n}x1 -t 1
+			multi pgm.cycle${n}x8 $n cycle mcyc${n}x8 -t 1 -P 8
 		done
 	fi
 }
@@ -521,6 +642,8 @@ hwm () {
 	test -n "$p" && sed -n 's/^VmHWM:[[:space:]]*\([0-9]*\) kB/\1/p' "/proc/$p/status"
 }
 for m in full normal part deep; do
+	eval "p=\${PID_$m:-}"
+	test -n "$p" || continue
 	say "rss.$m $(hwm $m || echo fail)" >>"$RES"
 done
 # the HTTP daemon's resident size with 256 idle keep-alive connections,
@@ -533,8 +656,10 @@ for m in full normal part deep null py pg pgm1 pgm2 pgm3 pgm4; do
 	unmount_fs $m
 done
 
-say "bench: engine, no FUSE"
-timeout --foreground -k 2 120 "$B/engine" "$DUR" >"$TMP/engine.out" 2>>"$ERR"
+if test "$ONLY" != pg; then
+	say "bench: engine, no FUSE"
+	timeout --foreground -k 2 120 "$B/engine" "$DUR" >"$TMP/engine.out" 2>>"$ERR"
+fi
 
 # --- the table ----------------------------------------------------------------
 
@@ -626,140 +751,174 @@ row () {
 m () { med "$1"; }
 R () { row "$1" "$(m "$2")" "$3" "$(m "$4")" "$5" "${6:-/s}" "$(range "$2")"; }
 
-say ""
-say "queenfs benchmark: medians of $REPS runs x ${DUR} s [min-max], $(nproc) CPUs, $(date -u +%Y-%m-%dT%H:%MZ)"
-say "push = create+write(200 B)+close of a new file; cycle = push, read next, read the payload, rename into ack/"
-say "P+C = P producer and C consumer threads; wake = from the producer's close() call to the blocked read's return"
-say "dirq runs on $(df -PT /tmp | awk 'NR == 2 { print $2 }') /tmp: after mass unlinks ext4 creates slow down for minutes (README.md, "Performance")"
-say ""
-say "| figure | queenfs | reference | ratio | target | met? |"
-say "|---|---|---|---|---|---|"
-R "push, 1 producer, sync full" f.push1 "nullfs create 1t" null.create1 ""
-R "push, 4 producers, sync full" f.push4 "beanstalkd -f0, 4 conns" bs0.push4 "r>=2.5"
-R "push, 4 producers, sync full" f.push4 "redis aof always, 4 conns" ra.push4 "r>=1.5"
-R "push, 1 producer, sync normal" n.push1 "nullfs create 1t" null.create1 "r>=0.6"
-R "push, 4 producers, sync normal" n.push4 "nullfs create 4t" null.create4 ""
-R "push, 4 producers, sync normal" n.push4 "beanstalkd -b, 4 conns" bsb.push4 ""
-R "push, 4 producers, sync normal" n.push4 "redis aof everysec, 4 conns" re.push4 ""
-R "cycle, 1 thread, sync normal" n.cycle1 "nullfs cycle 1t" null.cycle1 "r>=0.55"
-R "cycle, 1 thread, sync full" f.cycle1 "nullfs cycle 1t" null.cycle1 ""
-R "cycle 1+1, sync full" f.qc11 "beanstalkd -f0 cycle, 1 conn" bs0.cycle1 "r>=2"
-R "cycle 1+1, sync full" f.qc11 "redis always cycle, 1 conn" ra.cycle1 ""
-R "cycle 4+4, sync full" f.qc44 "beanstalkd -f0 cycle, 4 conns" bs0.cycle4 ""
-R "cycle 4+4, sync full" f.qc44 "redis always cycle, 4 conns" ra.cycle4 "r>=1"
-R "cycle 1+1, sync normal" n.qc11 "beanstalkd -b cycle, 1 conn" bsb.cycle1 ""
-R "cycle 4+4, sync normal" n.qc44 "nullfs cycle 4t" null.cycle4 ""
-R "cycle 4+4, sync normal" n.qc44 "redis everysec cycle, 4 conns" re.cycle4 ""
-if $HTTP; then
-	R "HTTP push, 1 item/request, 1 conn, full" h.push1c1 "redis aof always, 1 conn" ra.push1 ""
-	R "HTTP push, 1 item/request, 8 conns, full" h.push1c8 "redis aof always, 8 conns" ra.push8 "r>=1"
-	R "HTTP batch push 100/request, 1 conn, full" h.push100 "api/push 1000/request" f.apipush "v>=80000"
-	R "HTTP batch push 1000/request, 1 conn, full" h.push1000 "api/push 1000/request" f.apipush ""
-	R "HTTP pop 100 + batch ack, 1 conn, full" h.popack100 "api/pop batch=1000" f.apipop "v>=80000"
-	# the engine's own work for those pushes: one commit each, a sync
-	# per 3 (tests/bench/engine.c); the rest is the HTTP front end's
-	e_g=$(sed -n 's/^push 1, sync per 3 (full) .* cpu \([0-9.]*\) us\/msg$/\1/p' \
-	    "$TMP/engine.out" | head -n 1)
-	h_c8=$(m h.push1c8.cpu)
-	h_x="-"
-	test -n "$e_g" && test "$h_c8" != "-" &&
-		h_x=$(awk -v a="$h_c8" -v b="$e_g" 'BEGIN { printf "%.1f\n", a - b }')
-	row "HTTP daemon CPU per message, 1 item/request, 8 conns" "$h_c8" "redis aof always, 8 conns" "$(m ra.push8.cpu)" "" "us"
-	row "HTTP daemon CPU per message beyond the engine's (${e_g:--} us), 8 conns" "$h_x" "" "-" "v<=15" "us"
-	row "HTTP daemon CPU per message, batch 100" "$(m h.push100.cpu)" "" "-" "" "us"
-	row "HTTP daemon RSS, 256 idle keep-alive connections" "$(m rss.http256)" "" "-" "v<=48" "MiB"
-fi
-eng () {
-	sed -n "s/^$1  *\([0-9.]*\) msg\/s.*/\1/p" "$TMP/engine.out" | head -n 1
-}
-e_bp=$(eng "push batch 1000 (full)")
-e_bc=$(eng "pop+ack batch 1000 (full)")
-if $API; then
-	row "batch push, api/push 1000/request, full" "$(m f.apipush)" "engine batch push" "${e_bp:--}" "v>=150000" "/s" "$(range f.apipush)"
-	row "batch push, api/push 1000/request, full, 2 clients" "$(m f.apipush2)" "engine batch push" "${e_bp:--}" "v>=150000" "/s" "$(range f.apipush2)"
-	row "batch push, api/push, full, 1 client, answers scanned not parsed" "$(m f.apipushx)" "engine batch push" "${e_bp:--}" "" "/s" "$(range f.apipushx)"
-	row "batch consume, api/pop batch=1000, full (C, jansson)" "$(m f.apipop)" "engine batch pop+ack" "${e_bc:--}" "v>=100000" "/s" "$(range f.apipop)"
-	row "batch consume, api/pop batch=1000, full (Python, json)" "$(m f.apipy)" "engine batch pop+ack" "${e_bc:--}" "v>=100000" "/s" "$(range f.apipy)"
+if test "$ONLY" = pg; then
+	say ""
+	say "queenfs on PostgreSQL only (BENCH_ONLY=pg): medians of $REPS runs x ${DUR} s [min-max], $(nproc) CPUs, $(date -u +%Y-%m-%dT%H:%MZ)"
 else
-	row "batch push, api/push 1000/request (no api/ on the mount)" "-" "engine batch push" "${e_bp:--}" "v>=150000"
-	row "batch consume, api/pop batch=1000 (no api/ on the mount)" "-" "engine batch pop+ack" "${e_bc:--}" "v>=100000"
-fi
-row "batch consume, next batch=1000 + payload files, full" "$(m f.nextpop)" "engine batch pop+ack" "${e_bc:--}" "" "/s" "$(range f.nextpop)"
-row "wake-up p50, sync normal" "$(m w.normal.p50)" "" "-" "" "us"
-row "wake-up p99, sync normal" "$(m w.normal.p99)" "" "-" "v<=2000" "us"
-row "wake-up p50, sync full" "$(m w.full.p50)" "" "-" "" "us"
-row "wake-up p99, sync full" "$(m w.full.p99)" "" "-" "v<=2000" "us"
-rssmib=$(awk '$1 ~ /^rss\./ && $2 + 0 > x { x = $2 + 0 }
-    END { if (x) printf "%.1f\n", x / 1024; else print "-" }' "$RES")
-row "daemon peak RSS (VmHWM, max of 4 daemons)" "$rssmib" "" "-" "v<=32" "MiB"
-R "push 1p, $PARTS partitions, normal" p.push1 "plain push 1p normal" n.push1 "r>=0.8"
-R "cycle 1t, $PARTS partitions, normal" p.cycle1 "plain cycle 1t normal" n.cycle1 "r>=0.8"
-R "push 1p, $BACKLOG backlog, normal" d.push1 "plain push 1p normal" n.push1 "r>=0.8"
-R "cycle 1t, $BACKLOG backlog, normal" d.cycle1 "plain cycle 1t normal" n.cycle1 "r>=0.8"
+	say ""
+	say "queenfs benchmark: medians of $REPS runs x ${DUR} s [min-max], $(nproc) CPUs, $(date -u +%Y-%m-%dT%H:%MZ)"
+	say "push = create+write(200 B)+close of a new file; cycle = push, read next, read the payload, rename into ack/"
+	say "P+C = P producer and C consumer threads; wake = from the producer's close() call to the blocked read's return"
+	say "dirq runs on $(df -PT /tmp | awk 'NR == 2 { print $2 }') /tmp: after mass unlinks ext4 creates slow down for minutes (README.md, "Performance")"
+	say ""
+	say "| figure | queenfs | reference | ratio | target | met? |"
+	say "|---|---|---|---|---|---|"
+	R "push, 1 producer, sync full" f.push1 "nullfs create 1t" null.create1 ""
+	R "push, 4 producers, sync full" f.push4 "beanstalkd -f0, 4 conns" bs0.push4 "r>=2.5"
+	R "push, 4 producers, sync full" f.push4 "redis aof always, 4 conns" ra.push4 "r>=1.5"
+	R "push, 1 producer, sync normal" n.push1 "nullfs create 1t" null.create1 "r>=0.6"
+	R "push, 4 producers, sync normal" n.push4 "nullfs create 4t" null.create4 ""
+	R "push, 4 producers, sync normal" n.push4 "beanstalkd -b, 4 conns" bsb.push4 ""
+	R "push, 4 producers, sync normal" n.push4 "redis aof everysec, 4 conns" re.push4 ""
+	R "cycle, 1 thread, sync normal" n.cycle1 "nullfs cycle 1t" null.cycle1 "r>=0.55"
+	R "cycle, 1 thread, sync full" f.cycle1 "nullfs cycle 1t" null.cycle1 ""
+	R "cycle 1+1, sync full" f.qc11 "beanstalkd -f0 cycle, 1 conn" bs0.cycle1 "r>=2"
+	R "cycle 1+1, sync full" f.qc11 "redis always cycle, 1 conn" ra.cycle1 ""
+	R "cycle 4+4, sync full" f.qc44 "beanstalkd -f0 cycle, 4 conns" bs0.cycle4 ""
+	R "cycle 4+4, sync full" f.qc44 "redis always cycle, 4 conns" ra.cycle4 "r>=1"
+	R "cycle 1+1, sync normal" n.qc11 "beanstalkd -b cycle, 1 conn" bsb.cycle1 ""
+	R "cycle 4+4, sync normal" n.qc44 "nullfs cycle 4t" null.cycle4 ""
+	R "cycle 4+4, sync normal" n.qc44 "redis everysec cycle, 4 conns" re.cycle4 ""
+	if $HTTP; then
+		R "HTTP push, 1 item/request, 1 conn, full" h.push1c1 "redis aof always, 1 conn" ra.push1 ""
+		R "HTTP push, 1 item/request, 8 conns, full" h.push1c8 "redis aof always, 8 conns" ra.push8 "r>=1"
+		R "HTTP batch push 100/request, 1 conn, full" h.push100 "api/push 1000/request" f.apipush "v>=80000"
+		R "HTTP batch push 1000/request, 1 conn, full" h.push1000 "api/push 1000/request" f.apipush ""
+		R "HTTP pop 100 + batch ack, 1 conn, full" h.popack100 "api/pop batch=1000" f.apipop "v>=80000"
+		# the engine's own work for those pushes: one commit each, a sync
+		# per 3 (tests/bench/engine.c); the rest is the HTTP front end's
+		e_g=$(sed -n 's/^push 1, sync per 3 (full) .* cpu \([0-9.]*\) us\/msg$/\1/p' \
+		    "$TMP/engine.out" | head -n 1)
+		h_c8=$(m h.push1c8.cpu)
+		h_x="-"
+		test -n "$e_g" && test "$h_c8" != "-" &&
+			h_x=$(awk -v a="$h_c8" -v b="$e_g" 'BEGIN { printf "%.1f\n", a - b }')
+		row "HTTP daemon CPU per message, 1 item/request, 8 conns" "$h_c8" "redis aof always, 8 conns" "$(m ra.push8.cpu)" "" "us"
+		row "HTTP daemon CPU per message beyond the engine's (${e_g:--} us), 8 conns" "$h_x" "" "-" "v<=15" "us"
+		row "HTTP daemon CPU per message, batch 100" "$(m h.push100.cpu)" "" "-" "" "us"
+		row "HTTP daemon RSS, 256 idle keep-alive connections" "$(m rss.http256)" "" "-" "v<=48" "MiB"
+	fi
+	eng () {
+		sed -n "s/^$1  *\([0-9.]*\) msg\/s.*/\1/p" "$TMP/engine.out" | head -n 1
+	}
+	e_bp=$(eng "push batch 1000 (full)")
+	e_bc=$(eng "pop+ack batch 1000 (full)")
+	if $API; then
+		row "batch push, api/push 1000/request, full" "$(m f.apipush)" "engine batch push" "${e_bp:--}" "v>=150000" "/s" "$(range f.apipush)"
+		row "batch push, api/push 1000/request, full, 2 clients" "$(m f.apipush2)" "engine batch push" "${e_bp:--}" "v>=150000" "/s" "$(range f.apipush2)"
+		row "batch push, api/push, full, 1 client, answers scanned not parsed" "$(m f.apipushx)" "engine batch push" "${e_bp:--}" "" "/s" "$(range f.apipushx)"
+		row "batch consume, api/pop batch=1000, full (C, jansson)" "$(m f.apipop)" "engine batch pop+ack" "${e_bc:--}" "v>=100000" "/s" "$(range f.apipop)"
+		row "batch consume, api/pop batch=1000, full (Python, json)" "$(m f.apipy)" "engine batch pop+ack" "${e_bc:--}" "v>=100000" "/s" "$(range f.apipy)"
+	else
+		row "batch push, api/push 1000/request (no api/ on the mount)" "-" "engine batch push" "${e_bp:--}" "v>=150000"
+		row "batch consume, api/pop batch=1000 (no api/ on the mount)" "-" "engine batch pop+ack" "${e_bc:--}" "v>=100000"
+	fi
+	row "batch consume, next batch=1000 + payload files, full" "$(m f.nextpop)" "engine batch pop+ack" "${e_bc:--}" "" "/s" "$(range f.nextpop)"
+	row "wake-up p50, sync normal" "$(m w.normal.p50)" "" "-" "" "us"
+	row "wake-up p99, sync normal" "$(m w.normal.p99)" "" "-" "v<=2000" "us"
+	row "wake-up p50, sync full" "$(m w.full.p50)" "" "-" "" "us"
+	row "wake-up p99, sync full" "$(m w.full.p99)" "" "-" "v<=2000" "us"
+	rssmib=$(awk '$1 ~ /^rss\./ && $2 + 0 > x { x = $2 + 0 }
+	    END { if (x) printf "%.1f\n", x / 1024; else print "-" }' "$RES")
+	row "daemon peak RSS (VmHWM, max of 4 daemons)" "$rssmib" "" "-" "v<=32" "MiB"
+	R "push 1p, $PARTS partitions, normal" p.push1 "plain push 1p normal" n.push1 "r>=0.8"
+	R "cycle 1t, $PARTS partitions, normal" p.cycle1 "plain cycle 1t normal" n.cycle1 "r>=0.8"
+	R "push 1p, $BACKLOG backlog, normal" d.push1 "plain push 1p normal" n.push1 "r>=0.8"
+	R "cycle 1t, $BACKLOG backlog, normal" d.cycle1 "plain cycle 1t normal" n.cycle1 "r>=0.8"
 
-# What a 2-CPU machine can run at most: each side's CPU per operation.
-say ""
-say "daemon CPU per operation (user + system, medians): what the server itself spends"
-say ""
-say "| operation | queenfs | reference | ratio |"
-say "|---|---|---|---|"
-C () {
-	row "$1" "$(m "$2.cpu")" "$3" "$(m "$4.cpu")" "" "us" | cut -d'|' -f1-5 | sed 's/$/|/'
-}
-C "push 1p, sync normal" n.push1 "nullfs create 1t" null.create1
-C "push 4p, sync full" f.push4 "nullfs create 1t" null.create1
-C "cycle 1t, sync normal" n.cycle1 "nullfs cycle 1t" null.cycle1
-$API && C "batch push, per message" f.apipush "" -
-$API && C "batch push, per message, 2 clients" f.apipush2 "" -
-$API && C "batch push, per message, answers scanned" f.apipushx "" -
-$API && C "batch consume, per message (C consumer)" f.apipop "" -
-$API && C "batch consume, per message (Python consumer)" f.apipy "" -
+	# What a 2-CPU machine can run at most: each side's CPU per operation.
+	say ""
+	say "daemon CPU per operation (user + system, medians): what the server itself spends"
+	say ""
+	say "| operation | queenfs | reference | ratio |"
+	say "|---|---|---|---|"
+	C () {
+		row "$1" "$(m "$2.cpu")" "$3" "$(m "$4.cpu")" "" "us" | cut -d'|' -f1-5 | sed 's/$/|/'
+	}
+	C "push 1p, sync normal" n.push1 "nullfs create 1t" null.create1
+	C "push 4p, sync full" f.push4 "nullfs create 1t" null.create1
+	C "cycle 1t, sync normal" n.cycle1 "nullfs cycle 1t" null.cycle1
+	$API && C "batch push, per message" f.apipush "" -
+	$API && C "batch push, per message, 2 clients" f.apipush2 "" -
+	$API && C "batch push, per message, answers scanned" f.apipushx "" -
+	$API && C "batch consume, per message (C consumer)" f.apipop "" -
+	$API && C "batch consume, per message (Python consumer)" f.apipy "" -
+fi
 
 if test "$BENCH_PG" = 1; then
 	say ""
-	say "queenfs on PostgreSQL $("$PG_BIN/postgres" --version 2>/dev/null | awk '{ print $3 }') (private cluster on a unix socket, fsync on, --sync full = synchronous_commit on), beside SQLite sync full"
+	say "queenfs on PostgreSQL $("$PG_BIN/postgres" --version 2>/dev/null | awk '{ print $3 }') (private cluster on a unix socket, fsync on, --sync full = synchronous_commit on), beside pgbench on the same cluster and SQLite sync full"
+	say "pgbench push: BEGIN, UPDATE of one partition row RETURNING its tail, INSERT of one 200-byte message row, COMMIT (-M prepared, one partition, as a push to one queue); batch: the same with one INSERT ... SELECT of 1000 rows"
+	say "N daemons x P partitions: N mounts on one database and schema, one loading process each (1 thread), at once; the figure is their total"
 	say ""
 	say "| figure | queenfs + PostgreSQL | reference | ratio | target | met? |"
 	say "|---|---|---|---|---|---|"
+	R "push, 1 producer, 1 daemon" pg.push1 "pgbench push, 1 client" pgb.push1 ""
 	R "push, 1 producer, 1 daemon" pg.push1 "SQLite sync full" f.push1 ""
-	R "push, 4 producers, 1 daemon" pg.push4 "SQLite sync full" f.push4 ""
-	R "cycle 1+1, 1 daemon" pg.qc11 "SQLite sync full" f.qc11 ""
-	R "push, 2 daemons x 1 producer, one database (total)" pgm.push2 "1 daemon, 1 producer" pg.push1 ""
-	R "push, 4 daemons x 1 producer, one database (total)" pgm.push4 "1 daemon, 1 producer" pg.push1 ""
-	R "cycle, 2 daemons x 1 thread, one database (total)" pgm.cycle2 "1 daemon, cycle 1+1" pg.qc11 ""
-	R "cycle, 4 daemons x 1 thread, one database (total)" pgm.cycle4 "1 daemon, cycle 1+1" pg.qc11 ""
+	R "push, 4 producers, 1 daemon" pg.push4 "pgbench push, 4 clients" pgb.push4 ""
+	R "push, 4 producers, 1 daemon" pg.push4 "SQLite sync full" f.push4 "r>=0.4"
+	R "push, 4 producers, 1 daemon" pg.push4 "" - "v>=4000"
+	R "cycle 1+1, 1 daemon" pg.qc11 "SQLite sync full" f.qc11 "v>=600"
+	R "api/push 1000 items/request, 1 client" pg.apipush "pgbench batch of 1000, 1 client" pgb.batch1 "r>=0.8"
+	R "api/push 1000 items/request, 1 client" pg.apipush "SQLite sync full" f.apipush "v>=40000"
+	for p in 1 8; do
+		R "push, 1 daemon, $p partition(s)" pgm.push1x$p "" - ""
+		R "push, 2 daemons, $p partition(s) (total)" pgm.push2x$p "1 daemon, $p partition(s)" pgm.push1x$p "$(test $p = 8 && echo 'r>=1.5')"
+		R "push, 4 daemons, $p partition(s) (total)" pgm.push4x$p "1 daemon, $p partition(s)" pgm.push1x$p "r>=1"
+		R "cycle, 1 daemon, $p partition(s)" pgm.cycle1x$p "" - ""
+		R "cycle, 2 daemons, $p partition(s) (total)" pgm.cycle2x$p "1 daemon, $p partition(s)" pgm.cycle1x$p "$(test $p = 8 && echo 'r>=1.5')"
+		R "cycle, 4 daemons, $p partition(s) (total)" pgm.cycle4x$p "1 daemon, $p partition(s)" pgm.cycle1x$p "r>=1"
+	done
 	row "wake-up p50, PostgreSQL, 1 daemon" "$(m w.pg.p50)" "SQLite full" "$(m w.full.p50)" "" "us"
 	row "wake-up p99, PostgreSQL, 1 daemon" "$(m w.pg.p99)" "SQLite full" "$(m w.full.p99)" "" "us"
+	say ""
+	say "round trips to PostgreSQL per operation (sys/stats pg_round_trips over the figure, the daemon's tick included; n/a: this build does not count them)"
+	say ""
+	say "| operation | round trips | target |"
+	say "|---|---|---|"
+	rt () {
+		v=$(m "$2.rt")
+		test "$v" = - && v=n/a
+		say "| $1 | $v | $3 |"
+	}
+	rt "push, 1 producer" pg.push1 "<= 2"
+	rt "push, 4 producers" pg.push4 "<= 2"
+	rt "cycle 1+1 (push, pop, read, ack)" pg.qc11 "<= 12"
+	rt "api/push, per request of 1000 items" pg.apipush ""
 fi
 
-say ""
-say "references (medians [min-max])"
-say ""
-say "| reference | 1 | 4 |"
-say "|---|---|---|"
-two () {
-	say "| $1 | $(fmt "$(m "$2")")$(range "$2" | sed 's/^./ &/') |" \
-	    "$(fmt "$(m "$3")")$(range "$3" | sed 's/^./ &/') |"
-}
-two "nullfs create (threads)" null.create1 null.create4
-two "nullfs cycle (threads)" null.cycle1 null.cycle4
-two "nullfs read / rename (1t)" null.read1 null.rename1
-two "beanstalkd -f0 push (conns)" bs0.push1 bs0.push4
-two "beanstalkd -f0 cycle (conns)" bs0.cycle1 bs0.cycle4
-two "beanstalkd -b push (conns)" bsb.push1 bsb.push4
-two "beanstalkd -b cycle (conns)" bsb.cycle1 bsb.cycle4
-two "redis aof always push (conns)" ra.push1 ra.push4
-two "redis aof always cycle (conns)" ra.cycle1 ra.cycle4
-two "redis aof everysec push (conns)" re.push1 re.push4
-two "redis aof everysec cycle (conns)" re.cycle1 re.cycle4
-two "dirq ext4 add / cycle (1 proc)" dq.add dq.cycle
-say ""
-say "engine, no FUSE (tests/bench/engine.c, one run of ${DUR} s each):"
-sed 's/^/    /' "$TMP/engine.out"
+if test "$ONLY" != pg; then
+	say ""
+	say "references (medians [min-max])"
+	say ""
+	say "| reference | 1 | 4 |"
+	say "|---|---|---|"
+	two () {
+		say "| $1 | $(fmt "$(m "$2")")$(range "$2" | sed 's/^./ &/') |" \
+		    "$(fmt "$(m "$3")")$(range "$3" | sed 's/^./ &/') |"
+	}
+	two "nullfs create (threads)" null.create1 null.create4
+	two "nullfs cycle (threads)" null.cycle1 null.cycle4
+	two "nullfs read / rename (1t)" null.read1 null.rename1
+	two "beanstalkd -f0 push (conns)" bs0.push1 bs0.push4
+	two "beanstalkd -f0 cycle (conns)" bs0.cycle1 bs0.cycle4
+	two "beanstalkd -b push (conns)" bsb.push1 bsb.push4
+	two "beanstalkd -b cycle (conns)" bsb.cycle1 bsb.cycle4
+	two "redis aof always push (conns)" ra.push1 ra.push4
+	two "redis aof always cycle (conns)" ra.cycle1 ra.cycle4
+	two "redis aof everysec push (conns)" re.push1 re.push4
+	two "redis aof everysec cycle (conns)" re.cycle1 re.cycle4
+	two "dirq ext4 add / cycle (1 proc)" dq.add dq.cycle
+	say ""
+	say "engine, no FUSE (tests/bench/engine.c, one run of ${DUR} s each):"
+	sed 's/^/    /' "$TMP/engine.out"
+fi
 say ""
 say "daemon peak RSS in KiB: $(grep '^rss\.' "$RES" | tr '\n' ' ')"
 for m in full normal part deep py pg pgm1 pgm2 pgm3 pgm4; do
-	n=$(wc -l <"$TMP/$m.log" 2>/dev/null)
+	# the mounts this run did not make have no log
+	test -f "$TMP/$m.log" || continue
+	n=$(wc -l <"$TMP/$m.log")
 	test "${n:-0}" -gt 0 &&
 		say "daemon $m logged $n line(s), last: $(tail -n 1 "$TMP/$m.log")"
 done
