@@ -703,6 +703,7 @@ test_sent_write_fails(void)
 	struct fix f;
 	struct queen *q = fix_open(&f, "pgm-sent");
 	char why[200] = "";
+	int rc;
 
 	is_int(push1(q, Q, NULL, "m1", "x"), 1, "sent: push m1");
 	ok(raw_sql(&f,
@@ -714,10 +715,17 @@ test_sent_write_fails(void)
 	is_int(push1(q, Q, NULL, "m2", "x"), -EIO,
 	    "sent: a push alone fails at its commit");
 	is_int(queen_batch_begin(q, 0), 0, "sent: a batch");
-	is_int(push1(q, Q, NULL, "m2", "x"), 2,
-	    "sent: its push is answered before the append is");
-	ok(push1(q, "other", NULL, "o1", "x") < 0,
-	    "sent: the next call meets the failure");
+	/* answered before the append is, unless the call waits for a read
+	 * after it (the wake of a partition read to its end does) */
+	rc = push1(q, Q, NULL, "m2", "x");
+	ok(rc == 2 || rc == -EIO,
+	    "sent: its push is answered (2), or fails with the append (%d)",
+	    rc);
+	if (rc == 2)
+		ok(push1(q, "other", NULL, "o1", "x") < 0,
+		    "sent: the next call meets the failure");
+	else /* the batch still may not commit it (below) */
+		push1(q, "other", NULL, "o1", "x");
 	ok(queen_batch_commit(q) < 0, "sent: and the batch cannot commit");
 	ok(strstr(queen_errmsg(q), "duplicate") != NULL,
 	    "sent: the reason is kept (%s)", queen_errmsg(q));
