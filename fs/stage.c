@@ -72,6 +72,9 @@ struct stage_ref {
 	off_t off; /* of the body */
 	uint32_t len;
 	struct stage_ref *next; /* on the kept list */
+	/* fs_lock: stage_save works with it, so stage_remove leaves it to
+	 * stage_save to let go of (drop) */
+	bool saving, drop;
 };
 
 static char spool[4096];
@@ -337,9 +340,16 @@ stage_save(struct pending *p)
 	off_t body = 0;
 	char *buf;
 	unsigned gen;
+	bool drop;
 	int rc;
 
 	pthread_mutex_lock(&fs_lock);
+	if (p->dead) {
+		/* unlinked or refused since the flush looked: nothing to keep */
+		rc = p->refused;
+		pthread_mutex_unlock(&fs_lock);
+		return rc;
+	}
 	rc = header(p, hd, sizeof(hd), &hlen);
 	if (rc == 0 && !p->stage) {
 		if (!(p->stage = calloc(1, sizeof(*p->stage))))
@@ -349,6 +359,8 @@ stage_save(struct pending *p)
 	}
 	p->staged = rc == 0;
 	ref = p->stage;
+	if (rc == 0)
+		ref->saving = true;
 	pthread_mutex_unlock(&fs_lock);
 	if (rc < 0)
 		goto out_unstaged;
@@ -357,7 +369,7 @@ stage_save(struct pending *p)
 	if (!(buf = pend_snapshot(p, &len, &gen))) {
 		rc = -ENOMEM;
 		pthread_mutex_unlock(stripe);
-		goto out_unstaged;
+		goto out_saved;
 	}
 	pthread_mutex_lock(&jmu);
 	/* an attempt's records stay in one file, where the last one wins */
@@ -382,6 +394,14 @@ stage_save(struct pending *p)
 	pthread_mutex_unlock(&jmu);
 	pthread_mutex_unlock(stripe);
 	pend_unsnap(p, buf, len, gen);
+out_saved:
+	/* an unlink or a refusal meanwhile: its done goes after our record */
+	pthread_mutex_lock(&fs_lock);
+	ref->saving = false;
+	drop = ref->drop;
+	pthread_mutex_unlock(&fs_lock);
+	if (drop)
+		stage_remove(p);
 	if (rc == 0)
 		return 0;
 out_unstaged:
@@ -405,12 +425,21 @@ ref_take(struct pending *p)
 	return ref;
 }
 
-/* Published or abandoned: its record is done. */
+/* Published or abandoned: its record is done (once stage_save is). */
 void
 stage_remove(struct pending *p)
 {
-	struct stage_ref *ref = ref_take(p);
+	struct stage_ref *ref;
 
+	pthread_mutex_lock(&fs_lock);
+	ref = p->stage;
+	if (ref && ref->saving) {
+		ref->drop = true;
+		ref = NULL;
+	} else {
+		p->stage = NULL;
+	}
+	pthread_mutex_unlock(&fs_lock);
 	stage_forget(ref);
 }
 

@@ -1,0 +1,177 @@
+/*
+ * t-stage.c - fs/stage.c's journal without a mount: what a previous run
+ * left staged is published at the next start, and only that.  Each run
+ * is a child process (its own journal, its own start time) that stages
+ * and exits without a word, as a kill -9 would; the parent then replays
+ * the spool into a real store the way main() does at start.  The bytes
+ * and what is published go through stubs of fs/pending.c and
+ * fs/ops_push.c, so that a case can put an unlink (or a refusal) exactly
+ * where another thread's would fall.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../fs/fs.h"
+#include "tap.h"
+
+pthread_mutex_t fs_lock;
+
+static const char *snap_bytes;
+/* run inside stage_save's snapshot: where another thread could come in */
+static void (*snap_hook)(struct pending *p);
+
+const char *
+errname(int err)
+{
+	(void)err;
+	return "E";
+}
+
+char *
+pend_snapshot(struct pending *p, size_t *len, unsigned *gen)
+{
+	char *b = strdup(snap_bytes);
+
+	if (snap_hook)
+		snap_hook(p);
+	*len = strlen(snap_bytes);
+	*gen = 0;
+	return b;
+}
+
+void
+pend_unsnap(struct pending *p, char *b, size_t len, unsigned gen)
+{
+	(void)p;
+	(void)len;
+	(void)gen;
+	free(b);
+}
+
+/* what the replay published, "name=bytes;" each */
+static char published[4096];
+
+int
+push_pending(struct queen *q, struct pending *p, const char *txid,
+    const char *buf, size_t len, bool excl, char **notify, bool *dup)
+{
+	size_t at = strlen(published);
+
+	(void)q;
+	(void)p;
+	(void)excl;
+	*notify = NULL;
+	*dup = false;
+	snprintf(published + at, sizeof(published) - at, "%s=%.*s;", txid,
+	    (int)len, buf);
+	return 0;
+}
+
+static char spool[400];
+
+static struct pending *
+attempt(const char *name)
+{
+	struct pending *p = calloc(1, sizeof(*p));
+
+	p->what = PW_PUSH;
+	p->queue = strdup("q");
+	p->name = strdup(name);
+	return p;
+}
+
+/* what op_unlink does to an attempt another thread is closing */
+static void
+unlink_now(struct pending *p)
+{
+	pthread_mutex_lock(&fs_lock);
+	p->dead = true;
+	pthread_mutex_unlock(&fs_lock);
+	stage_remove(p);
+}
+
+/*
+ * A run of the daemon started at ms that ends without a word; its exit
+ * status is what sys/stats would have said was staged (99: a step failed).
+ */
+static int
+run(int64_t ms, void (*body)(void))
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid == 0) {
+		uint64_t staged, syncs;
+
+		fs.started = ms;
+		if (stage_open(spool, true) < 0)
+			_exit(99);
+		body();
+		stage_counts(&staged, &syncs);
+		_exit((int)staged);
+	}
+	if (pid < 0 || waitpid(pid, &st, 0) != pid)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* close() of an attempt while an unlink of its name comes in */
+static void
+body_unlinked(void)
+{
+	struct pending *p = attempt("gone");
+
+	snap_bytes = "unlinked";
+	snap_hook = unlink_now;
+	stage_save(p);
+	snap_hook = NULL;
+}
+
+/* a close confirmed, then the process holding it open was killed */
+static void
+body_held(void)
+{
+	struct pending *p = attempt("held");
+
+	snap_bytes = "confirmed";
+	if (stage_save(p) < 0)
+		_exit(99);
+}
+
+int
+main(void)
+{
+	pthread_mutexattr_t a;
+	struct fix f;
+	struct queen *q;
+
+	pthread_mutexattr_init(&a);
+	pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
+	pthread_mutex_init(&fs_lock, &a);
+	plan_lazy();
+	q = fix_open(&f, "stage");
+	snprintf(spool, sizeof(spool), "%s/db.spool", f.dir);
+
+	is_int(run(1000, body_unlinked), 0,
+	    "an unlink during the close leaves nothing staged");
+	is_int(run(2000, body_held), 1, "a confirmed close is staged");
+
+	/* the next start */
+	fs.started = 9000;
+	ok(stage_open(spool, true) == 0, "stage_open");
+	stage_replay(q);
+	ok(strstr(published, "held=confirmed;") != NULL,
+	    "the confirmed close is published at the restart");
+	ok(strstr(published, "gone=") == NULL,
+	    "the attempt unlinked during its close is not");
+	diag("published: %s", published);
+
+	fix_close(&f);
+	return done_testing();
+}
