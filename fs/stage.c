@@ -5,7 +5,8 @@
  * database, and at sync level full waits until an fdatasync covers the
  * record: close()'s 0 means the bytes survive kill -9, and a full disk
  * comes back from close.  The RELEASE publishes and appends a "done"
- * record.  Closes that arrive together share one fdatasync: whoever finds
+ * record (where none fits, a full disk, the record is made one in
+ * place).  Closes that arrive together share one fdatasync: whoever finds
  * none under way runs it for everything appended so far, the rest wait.
  *
  * The journal is a series of files DB.spool/RUN-N.j (RUN: the daemon's
@@ -29,6 +30,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -275,7 +277,24 @@ rec_put(struct seg *g, uint32_t kind, uint64_t id, const char *hd, size_t hlen,
 	return 0;
 }
 
-/* Under jmu: ref's record is no longer its attempt's latest. */
+/* Under jmu: the record whose body is at off, made a done one in place. */
+static int
+rec_cancel(struct seg *g, off_t off)
+{
+	uint32_t kind = R_DONE;
+	off_t at = off - (off_t)sizeof(struct rec) +
+	    (off_t)offsetof(struct rec, kind);
+
+	return pwrite(g->fd, &kind, sizeof(kind), at) == (ssize_t)sizeof(kind) ?
+	    0 : -EIO;
+}
+
+/*
+ * Under jmu: ref's record is no longer its attempt's latest.  Done: a
+ * done record after it, or if none can be appended (a full disk), the
+ * record itself made one in place, which takes no new space: an attempt
+ * refused or unlinked must not be published at the next start.
+ */
 static void
 ref_release(struct stage_ref *ref, bool done)
 {
@@ -285,8 +304,9 @@ ref_release(struct stage_ref *ref, bool done)
 	if (!g)
 		return;
 	ref->seg = NULL;
-	if (done && !g->err) /* best effort: dedup covers a lost one */
-		rec_put(g, R_DONE, ref->id, NULL, 0, NULL, 0, &body);
+	if (done && !g->err && /* best effort: dedup covers a lost one */
+	    rec_put(g, R_DONE, ref->id, NULL, 0, NULL, 0, &body) < 0)
+		rec_cancel(g, ref->off);
 	g->live--;
 }
 

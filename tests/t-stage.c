@@ -133,6 +133,44 @@ body_unlinked(void)
 	snap_hook = NULL;
 }
 
+/*
+ * A close confirmed, the next close of a dup refused (a full disk: here
+ * RLIMIT_FSIZE at the journal's end, so that no byte can be appended).
+ * A refusal ends the attempt: nothing of it may be published.
+ */
+static void
+body_refused(void)
+{
+	struct pending *p = attempt("refused");
+	struct rlimit was, lim;
+	char path[500];
+	struct stat st;
+	int rc;
+
+	snap_bytes = "first";
+	if (stage_save(p) < 0)
+		_exit(99);
+	snprintf(path, sizeof(path), "%s/%lld-1.j", spool,
+	    (long long)fs.started);
+	if (stat(path, &st) < 0 || getrlimit(RLIMIT_FSIZE, &was) < 0)
+		_exit(99);
+	signal(SIGXFSZ, SIG_IGN);
+	lim = was;
+	lim.rlim_cur = (rlim_t)st.st_size;
+	if (setrlimit(RLIMIT_FSIZE, &lim) < 0)
+		_exit(99);
+	snap_bytes = "first second";
+	if ((rc = stage_save(p)) == 0)
+		_exit(98);
+	/* push_refuse */
+	pthread_mutex_lock(&fs_lock);
+	p->dead = true;
+	p->refused = rc;
+	pthread_mutex_unlock(&fs_lock);
+	stage_remove(p);
+	setrlimit(RLIMIT_FSIZE, &was);
+}
+
 /* a close confirmed, then the process holding it open was killed */
 static void
 body_held(void)
@@ -161,6 +199,8 @@ main(void)
 	is_int(run(1000, body_unlinked), 0,
 	    "an unlink during the close leaves nothing staged");
 	is_int(run(2000, body_held), 1, "a confirmed close is staged");
+	is_int(run(3000, body_refused), 0,
+	    "a refused attempt is not staged, though no done fits");
 
 	/* the next start */
 	fs.started = 9000;
@@ -170,6 +210,8 @@ main(void)
 	    "the confirmed close is published at the restart");
 	ok(strstr(published, "gone=") == NULL,
 	    "the attempt unlinked during its close is not");
+	ok(strstr(published, "refused=") == NULL,
+	    "the attempt refused at a full disk is not");
 	diag("published: %s", published);
 
 	fix_close(&f);
