@@ -74,9 +74,11 @@ struct stage_ref {
 	off_t off; /* of the body */
 	uint32_t len;
 	struct stage_ref *next; /* on the kept list */
-	/* fs_lock: stage_save works with it, so stage_remove leaves it to
-	 * stage_save to let go of (drop) */
-	bool saving, drop;
+	/* fs_lock: stage_saves of it under way (a flush that finds one
+	 * waits for its own), and stage_remove's wish that the last one
+	 * let go of it */
+	unsigned saving;
+	bool drop;
 };
 
 static char spool[4096];
@@ -380,7 +382,7 @@ stage_save(struct pending *p)
 	p->staged = rc == 0;
 	ref = p->stage;
 	if (rc == 0)
-		ref->saving = true;
+		ref->saving++;
 	pthread_mutex_unlock(&fs_lock);
 	if (rc < 0)
 		goto out_unstaged;
@@ -417,8 +419,7 @@ stage_save(struct pending *p)
 out_saved:
 	/* an unlink or a refusal meanwhile: its done goes after our record */
 	pthread_mutex_lock(&fs_lock);
-	ref->saving = false;
-	drop = ref->drop;
+	drop = --ref->saving == 0 && ref->drop;
 	pthread_mutex_unlock(&fs_lock);
 	if (drop)
 		stage_remove(p);
@@ -431,6 +432,18 @@ out_unstaged:
 	fs_log("staging %s/%s: %s (%s)", p->queue, p->name, strerror(-rc),
 	    errname(-rc));
 	return rc;
+}
+
+/*
+ * fs_lock held: whether a FLUSH must stage p's bytes before it answers.
+ * Bytes another close is staging are not kept until its sync is done:
+ * this close stages them too, and waits.
+ */
+bool
+stage_needed(const struct pending *p)
+{
+	return !p->dead && p->dirty && p->len > 0 && p->name[0] != '.' &&
+	    (!p->staged || (p->stage && p->stage->saving > 0));
 }
 
 static struct stage_ref *
@@ -453,7 +466,7 @@ stage_remove(struct pending *p)
 
 	pthread_mutex_lock(&fs_lock);
 	ref = p->stage;
-	if (ref && ref->saving) {
+	if (ref && ref->saving > 0) {
 		ref->drop = true;
 		ref = NULL;
 	} else {

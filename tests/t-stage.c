@@ -171,6 +171,37 @@ body_refused(void)
 	setrlimit(RLIMIT_FSIZE, &was);
 }
 
+/* the flush of another dup's close(), while this one's stages */
+static int early;
+
+static void
+flush_now(struct pending *p)
+{
+	pthread_mutex_lock(&fs_lock);
+	early = !stage_needed(p);
+	pthread_mutex_unlock(&fs_lock);
+}
+
+/*
+ * Two dups of one open file closed together: the second close's flush
+ * comes while the first stages the bytes.  Answering it 0 at once would
+ * confirm bytes no sync covers yet (nor may, if the first then fails).
+ */
+static void
+body_dups(void)
+{
+	struct pending *p = attempt("dups");
+
+	p->dirty = true;
+	p->len = 4;
+	snap_bytes = "dups";
+	snap_hook = flush_now;
+	stage_save(p);
+	snap_hook = NULL;
+	if (early)
+		_exit(7);
+}
+
 /* a close confirmed, then the process holding it open was killed */
 static void
 body_held(void)
@@ -199,6 +230,8 @@ main(void)
 	is_int(run(1000, body_unlinked), 0,
 	    "an unlink during the close leaves nothing staged");
 	is_int(run(2000, body_held), 1, "a confirmed close is staged");
+	is_int(run(4000, body_dups), 1,
+	    "a flush while another close stages the bytes stages them too");
 	is_int(run(3000, body_refused), 0,
 	    "a refused attempt is not staged, though no done fits");
 
