@@ -258,7 +258,9 @@ pwrite_all(int fd, struct iovec *iov, int n, off_t off)
 
 /*
  * Under jmu: append one record to g.  A failed write leaves g's end where
- * it was, so the next record overwrites what it left.
+ * it was, and what it wrote is cut off: the next record overwrites only
+ * the start of it, and a payload's bytes past that next record would be
+ * read as records at the next start (a payload can hold a whole record).
  */
 static int
 rec_put(struct seg *g, uint32_t kind, uint64_t id, const char *hd, size_t hlen,
@@ -272,8 +274,11 @@ rec_put(struct seg *g, uint32_t kind, uint64_t id, const char *hd, size_t hlen,
 	if (hlen + len >= BODY_MAX)
 		return -EFBIG;
 	r.sum = fnv(fnv(FNV_INIT, hd, hlen), buf, len);
-	if ((rc = pwrite_all(g->fd, iov, 3, g->end)) < 0)
+	if ((rc = pwrite_all(g->fd, iov, 3, g->end)) < 0) {
+		if (ftruncate(g->fd, g->end) < 0)
+			g->err = rc; /* what follows g's end is in doubt */
 		return rc;
+	}
 	*body = g->end + (off_t)sizeof(r);
 	g->end += (off_t)(sizeof(r) + hlen + len);
 	return 0;

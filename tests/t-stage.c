@@ -23,6 +23,7 @@
 pthread_mutex_t fs_lock;
 
 static const char *snap_bytes;
+static size_t snap_len; /* 0: strlen(snap_bytes) */
 /* run inside stage_save's snapshot: where another thread could come in */
 static void (*snap_hook)(struct pending *p);
 
@@ -36,11 +37,13 @@ errname(int err)
 char *
 pend_snapshot(struct pending *p, size_t *len, unsigned *gen)
 {
-	char *b = strdup(snap_bytes);
+	size_t n = snap_len ? snap_len : strlen(snap_bytes);
+	char *b = malloc(n + 1);
 
+	memcpy(b, snap_bytes, n + 1);
 	if (snap_hook)
 		snap_hook(p);
-	*len = strlen(snap_bytes);
+	*len = n;
 	*gen = 0;
 	return b;
 }
@@ -202,6 +205,85 @@ body_dups(void)
 		_exit(7);
 }
 
+/* stage.c's record head and checksum, to forge one */
+struct rec {
+	uint32_t magic, len;
+	uint64_t id;
+	uint32_t kind, pad;
+	uint64_t sum;
+};
+
+static uint64_t
+fnv(const char *p, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	while (len--) {
+		h ^= (unsigned char)*p++;
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+/* stage.c's header of a push of name to queue q, and its length */
+static size_t
+head_of(const char *queue, const char *name, char *out, size_t cap)
+{
+	return (size_t)snprintf(out, cap, "QFSSTAGE1%c0%c0%c0%c0%c%s%c%c%s%c",
+	    0, 0, 0, 0, 0, queue, 0, 0, name, 0);
+}
+
+static char big_bytes[4096];
+
+/*
+ * A close's append cut short (a full disk: RLIMIT_FSIZE here) leaves the
+ * bytes it did write past the journal's end; the next, shorter record
+ * overwrites only their start.  What follows it must not be taken for a
+ * record at the next start: here the payload carries one, for a queue
+ * its writer may not even write to.
+ */
+static void
+body_torn(void)
+{
+	struct pending *big = attempt("x"), *small = attempt("b");
+	char hd[256], fake[256], *at;
+	size_t hlen = head_of("q", "b", hd, sizeof(hd)), flen;
+	struct rec r = { 0x314a5351u, 0, 77777, 1, 0, 0 };
+	struct rlimit was, lim;
+
+	/* the forged record sits where the small one's record will end */
+	flen = head_of("victim", "evil", fake, sizeof(fake));
+	memcpy(fake + flen, "pwned", 5);
+	flen += 5;
+	r.len = (uint32_t)flen;
+	r.sum = fnv(fake, flen);
+	memset(big_bytes, 'z', sizeof(big_bytes) - 1);
+	at = big_bytes + 2; /* the small one's payload: 2 bytes */
+	memcpy(at, &r, sizeof(r));
+	memcpy(at + sizeof(r), fake, flen);
+	/* the append is cut right after the forged record */
+	if (getrlimit(RLIMIT_FSIZE, &was) < 0)
+		_exit(99);
+	signal(SIGXFSZ, SIG_IGN);
+	lim = was;
+	lim.rlim_cur = (rlim_t)(sizeof(struct rec) + hlen + 2 + sizeof(r) + flen);
+	if (setrlimit(RLIMIT_FSIZE, &lim) < 0)
+		_exit(99);
+	snap_len = sizeof(big_bytes) - 1;
+	snap_bytes = big_bytes;
+	if (stage_save(big) == 0)
+		_exit(98);
+	pthread_mutex_lock(&fs_lock);
+	big->dead = true;
+	pthread_mutex_unlock(&fs_lock);
+	stage_remove(big);
+	setrlimit(RLIMIT_FSIZE, &was);
+	snap_len = 0;
+	snap_bytes = "ok";
+	if (stage_save(small) < 0)
+		_exit(99);
+}
+
 /* a close confirmed, then the process holding it open was killed */
 static void
 body_held(void)
@@ -232,6 +314,7 @@ main(void)
 	is_int(run(2000, body_held), 1, "a confirmed close is staged");
 	is_int(run(4000, body_dups), 1,
 	    "a flush while another close stages the bytes stages them too");
+	is_int(run(5000, body_torn), 1, "a torn append, then a record");
 	is_int(run(3000, body_refused), 0,
 	    "a refused attempt is not staged, though no done fits");
 
@@ -243,6 +326,8 @@ main(void)
 	    "the confirmed close is published at the restart");
 	ok(strstr(published, "gone=") == NULL,
 	    "the attempt unlinked during its close is not");
+	ok(strstr(published, "evil=") == NULL,
+	    "what a torn append left past the next record is not a record");
 	ok(strstr(published, "refused=") == NULL,
 	    "the attempt refused at a full disk is not");
 	diag("published: %s", published);
