@@ -96,6 +96,7 @@ $(DAEMON): $(O)/fs/main.o $(FS_OBJ) $(LIB)
 
 $(O)/tests/t-ctl: $(O)/fs/ctl.o $(O)/fs/name.o
 $(O)/tests/t-lease: $(O)/fs/pending.o $(O)/fs/lease.o $(O)/fs/log.o $(O)/fs/state.o
+$(O)/tests/t-stage: $(O)/fs/stage.o $(O)/fs/log.o $(O)/fs/state.o
 $(O)/tests/t-%: $(O)/tests/t-%.o $(O)/tests/tap.o $(TAP_PG) $(LIB)
 	$(CC) $(LDFLAGS_ALL) -o $@ $(filter-out $(LIB),$^) $(LIB) $(CORE_LIBS)
 

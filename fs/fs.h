@@ -346,6 +346,7 @@ int64_t fs_now(void);
 /* stage.c */
 int stage_open(const char *dir, bool full);
 int stage_save(struct pending *p);
+bool stage_needed(const struct pending *p);
 void stage_remove(struct pending *p);
 void stage_keep(struct pending *p);
 void stage_forget(struct stage_ref *ref);

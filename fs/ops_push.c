@@ -351,8 +351,7 @@ op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	 * it dup2()ed before the command writes): it is checked and
 	 * published at its release.
 	 */
-	need = rc == 0 && !pe->dead && pe->dirty && !pe->staged &&
-	    pe->len > 0 && pe->name[0] != '.';
+	need = rc == 0 && stage_needed(pe);
 	pthread_mutex_unlock(&fs_lock);
 	if (!need) {
 		fuse_reply_err(req, -rc);

@@ -5,7 +5,8 @@
  * database, and at sync level full waits until an fdatasync covers the
  * record: close()'s 0 means the bytes survive kill -9, and a full disk
  * comes back from close.  The RELEASE publishes and appends a "done"
- * record.  Closes that arrive together share one fdatasync: whoever finds
+ * record (where none fits, a full disk, the record is made one in
+ * place).  Closes that arrive together share one fdatasync: whoever finds
  * none under way runs it for everything appended so far, the rest wait.
  *
  * The journal is a series of files DB.spool/RUN-N.j (RUN: the daemon's
@@ -29,6 +30,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,6 +74,11 @@ struct stage_ref {
 	off_t off; /* of the body */
 	uint32_t len;
 	struct stage_ref *next; /* on the kept list */
+	/* fs_lock: stage_saves of it under way (a flush that finds one
+	 * waits for its own), and stage_remove's wish that the last one
+	 * let go of it */
+	unsigned saving;
+	bool drop;
 };
 
 static char spool[4096];
@@ -251,7 +258,9 @@ pwrite_all(int fd, struct iovec *iov, int n, off_t off)
 
 /*
  * Under jmu: append one record to g.  A failed write leaves g's end where
- * it was, so the next record overwrites what it left.
+ * it was, and what it wrote is cut off: the next record overwrites only
+ * the start of it, and a payload's bytes past that next record would be
+ * read as records at the next start (a payload can hold a whole record).
  */
 static int
 rec_put(struct seg *g, uint32_t kind, uint64_t id, const char *hd, size_t hlen,
@@ -265,14 +274,34 @@ rec_put(struct seg *g, uint32_t kind, uint64_t id, const char *hd, size_t hlen,
 	if (hlen + len >= BODY_MAX)
 		return -EFBIG;
 	r.sum = fnv(fnv(FNV_INIT, hd, hlen), buf, len);
-	if ((rc = pwrite_all(g->fd, iov, 3, g->end)) < 0)
+	if ((rc = pwrite_all(g->fd, iov, 3, g->end)) < 0) {
+		if (ftruncate(g->fd, g->end) < 0)
+			g->err = rc; /* what follows g's end is in doubt */
 		return rc;
+	}
 	*body = g->end + (off_t)sizeof(r);
 	g->end += (off_t)(sizeof(r) + hlen + len);
 	return 0;
 }
 
-/* Under jmu: ref's record is no longer its attempt's latest. */
+/* Under jmu: the record whose body is at off, made a done one in place. */
+static int
+rec_cancel(struct seg *g, off_t off)
+{
+	uint32_t kind = R_DONE;
+	off_t at = off - (off_t)sizeof(struct rec) +
+	    (off_t)offsetof(struct rec, kind);
+
+	return pwrite(g->fd, &kind, sizeof(kind), at) == (ssize_t)sizeof(kind) ?
+	    0 : -EIO;
+}
+
+/*
+ * Under jmu: ref's record is no longer its attempt's latest.  Done: a
+ * done record after it, or if none can be appended (a full disk), the
+ * record itself made one in place, which takes no new space: an attempt
+ * refused or unlinked must not be published at the next start.
+ */
 static void
 ref_release(struct stage_ref *ref, bool done)
 {
@@ -282,8 +311,9 @@ ref_release(struct stage_ref *ref, bool done)
 	if (!g)
 		return;
 	ref->seg = NULL;
-	if (done && !g->err) /* best effort: dedup covers a lost one */
-		rec_put(g, R_DONE, ref->id, NULL, 0, NULL, 0, &body);
+	if (done && !g->err && /* best effort: dedup covers a lost one */
+	    rec_put(g, R_DONE, ref->id, NULL, 0, NULL, 0, &body) < 0)
+		rec_cancel(g, ref->off);
 	g->live--;
 }
 
@@ -337,9 +367,16 @@ stage_save(struct pending *p)
 	off_t body = 0;
 	char *buf;
 	unsigned gen;
+	bool drop;
 	int rc;
 
 	pthread_mutex_lock(&fs_lock);
+	if (p->dead) {
+		/* unlinked or refused since the flush looked: nothing to keep */
+		rc = p->refused;
+		pthread_mutex_unlock(&fs_lock);
+		return rc;
+	}
 	rc = header(p, hd, sizeof(hd), &hlen);
 	if (rc == 0 && !p->stage) {
 		if (!(p->stage = calloc(1, sizeof(*p->stage))))
@@ -349,6 +386,8 @@ stage_save(struct pending *p)
 	}
 	p->staged = rc == 0;
 	ref = p->stage;
+	if (rc == 0)
+		ref->saving++;
 	pthread_mutex_unlock(&fs_lock);
 	if (rc < 0)
 		goto out_unstaged;
@@ -357,7 +396,7 @@ stage_save(struct pending *p)
 	if (!(buf = pend_snapshot(p, &len, &gen))) {
 		rc = -ENOMEM;
 		pthread_mutex_unlock(stripe);
-		goto out_unstaged;
+		goto out_saved;
 	}
 	pthread_mutex_lock(&jmu);
 	/* an attempt's records stay in one file, where the last one wins */
@@ -382,6 +421,13 @@ stage_save(struct pending *p)
 	pthread_mutex_unlock(&jmu);
 	pthread_mutex_unlock(stripe);
 	pend_unsnap(p, buf, len, gen);
+out_saved:
+	/* an unlink or a refusal meanwhile: its done goes after our record */
+	pthread_mutex_lock(&fs_lock);
+	drop = --ref->saving == 0 && ref->drop;
+	pthread_mutex_unlock(&fs_lock);
+	if (drop)
+		stage_remove(p);
 	if (rc == 0)
 		return 0;
 out_unstaged:
@@ -391,6 +437,18 @@ out_unstaged:
 	fs_log("staging %s/%s: %s (%s)", p->queue, p->name, strerror(-rc),
 	    errname(-rc));
 	return rc;
+}
+
+/*
+ * fs_lock held: whether a FLUSH must stage p's bytes before it answers.
+ * Bytes another close is staging are not kept until its sync is done:
+ * this close stages them too, and waits.
+ */
+bool
+stage_needed(const struct pending *p)
+{
+	return !p->dead && p->dirty && p->len > 0 && p->name[0] != '.' &&
+	    (!p->staged || (p->stage && p->stage->saving > 0));
 }
 
 static struct stage_ref *
@@ -405,12 +463,21 @@ ref_take(struct pending *p)
 	return ref;
 }
 
-/* Published or abandoned: its record is done. */
+/* Published or abandoned: its record is done (once stage_save is). */
 void
 stage_remove(struct pending *p)
 {
-	struct stage_ref *ref = ref_take(p);
+	struct stage_ref *ref;
 
+	pthread_mutex_lock(&fs_lock);
+	ref = p->stage;
+	if (ref && ref->saving > 0) {
+		ref->drop = true;
+		ref = NULL;
+	} else {
+		p->stage = NULL;
+	}
+	pthread_mutex_unlock(&fs_lock);
 	stage_forget(ref);
 }
 
