@@ -292,8 +292,9 @@ rec_cancel(struct seg *g, off_t off)
 	off_t at = off - (off_t)sizeof(struct rec) +
 	    (off_t)offsetof(struct rec, kind);
 
-	return pwrite(g->fd, &kind, sizeof(kind), at) == (ssize_t)sizeof(kind) ?
-	    0 : -EIO;
+	if (pwrite(g->fd, &kind, sizeof(kind), at) != (ssize_t)sizeof(kind))
+		return -EIO;
+	return 0;
 }
 
 /*

@@ -274,7 +274,8 @@ body_torn(void)
 		_exit(99);
 	signal(SIGXFSZ, SIG_IGN);
 	lim = was;
-	lim.rlim_cur = (rlim_t)(sizeof(struct rec) + hlen + 2 + sizeof(r) + flen);
+	lim.rlim_cur = (rlim_t)(sizeof(struct rec) + hlen + 2 + sizeof(r) +
+	    flen);
 	if (setrlimit(RLIMIT_FSIZE, &lim) < 0)
 		_exit(99);
 	snap_len = sizeof(big_bytes) - 1;
