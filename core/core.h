@@ -182,6 +182,11 @@ struct store_ops {
 	 * locking them (NULL: maintenance visits every partition) */
 	int (*part_maint)(struct store *st, int64_t now, int limit,
 	    part_row_cb cb, void *arg);
+	/* wake (next_at = now) every caught-up cursor whose partition holds
+	 * messages past it, and announce them: a push and an ack that
+	 * commit at once on two daemons can each miss the other (NULL: a
+	 * store with one writer); how many it woke in *woken */
+	int (*cursor_repair)(struct store *st, int64_t now, int64_t *woken);
 
 	int (*group_get)(struct store *st, int64_t queue_id, const char *name,
 	    struct group_row *out);

@@ -266,6 +266,12 @@ queen_maintain(struct queen *q, bool *more)
 		q->maint_queue[0] = q->maint_after[0] = '\0';
 	else if (rc == STOP)
 		rc = 0;
+	if (rc == 0 && q->ops->cursor_repair) {
+		int64_t woken = 0;
+
+		rc = q->ops->cursor_repair(q->st, m.now, &woken);
+		m.changed += woken;
+	}
 	if (rc == 0)
 		rc = q->ops->kv_purge(q->st, m.now, LIMIT, &deleted);
 	if (rc == 0) {

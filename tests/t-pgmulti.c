@@ -742,6 +742,46 @@ test_sent_write_fails(void)
 	fix_close(&f);
 }
 
+/*
+ * A push and an ack of one partition committing at once on two daemons
+ * can leave its cursor caught up with a message past it (the ack saw no
+ * message, the push saw a leased cursor): made here by hand, as the race
+ * leaves it.  The tick wakes such a cursor.
+ */
+static void
+test_cursor_repair(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "pgm-repair");
+	struct queen_batch *ba = NULL;
+	bool more = false;
+	ssize_t n;
+
+	push1(q, Q, NULL, "m1", "x");
+	is_int(pop1(q, Q, NULL, NULL, 1, &ba), 0, "repair: m1 leased");
+	queen_batch_free(ba);
+	ba = NULL;
+	push1(q, Q, NULL, "m2", "x");
+	ok(raw_sql(&f,
+	       "UPDATE cursors SET next_at = -1, lease_id = NULL, batch_end = "
+	       "1, "
+	       "lease_expires_at = 0, committed = 1"),
+	    "repair: m1 acked, the cursor caught up, m2 never woke it");
+	is_int(pop1(q, Q, NULL, NULL, 1, &ba), -EAGAIN,
+	    "repair: so nothing is ready");
+	queen_batch_free(ba);
+	ba = NULL;
+	n = queen_maintain(q, &more);
+	ok(n >= 1, "repair: the tick woke it (%zd)", n);
+	is_int(pop1(q, Q, NULL, NULL, 1, &ba), 0, "repair: m2 is leased now");
+	ok(ba && ba->n == 1 && strcmp(ba->msgs[0].txid, "m2") == 0,
+	    "repair: and it is m2");
+	queen_batch_free(ba);
+	is_int((int)queen_maintain(q, &more), 0,
+	    "repair: a tick with nothing to wake wakes nothing");
+	fix_close(&f);
+}
+
 int
 main(void)
 {
@@ -759,5 +799,6 @@ main(void)
 	test_migrate();
 	test_lost_connection();
 	test_sent_write_fails();
+	test_cursor_repair();
 	return done_testing();
 }

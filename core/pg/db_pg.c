@@ -212,6 +212,12 @@ static const struct stmt_def sql[ST__N] = {
 	/* partition id */
 	[ST_CUR_MIN] = { "cur_min",
 	    "SELECT min(committed) FROM cursors WHERE partition_id = $1" },
+	/* now: caught-up cursors with messages past them, woken */
+	[ST_CUR_REPAIR] = { "cur_repair",
+	    "UPDATE cursors c SET next_at = $1 FROM partitions p "
+	    "WHERE p.id = c.partition_id AND c.next_at < 0 "
+	    "AND p.tail >= p.head AND c.committed < p.tail "
+	    "RETURNING p.queue_id, p.id" },
 	/* lease id: the cursor, its partition, queue and group (columns
 	 * from 0, 8, 18 and 39) */
 	[ST_CUR_LEASE_ROWS] = { "cur_lease_rows",
@@ -933,7 +939,7 @@ schema_oid(struct store *s)
 }
 
 /* Sent with the transaction: delivered at its commit, to the watchers. */
-static int
+int
 pg_notify(struct store *s, int64_t qid, int64_t pid)
 {
 	struct args a = { 0 };
@@ -1135,6 +1141,7 @@ static const struct store_ops pg_ops = {
 	.part_update = pg_part_update,
 	.part_list = pg_part_list,
 	.part_maint = pg_part_maint,
+	.cursor_repair = pg_cursor_repair,
 	.group_get = pg_group_get,
 	.group_by_id = pg_group_by_id,
 	.group_insert = pg_group_insert,

@@ -702,6 +702,31 @@ pg_cursor_delete_group(struct store *s, int64_t gid)
 	return pg_run(s, ST_CUR_DEL_GROUP, &a, NULL);
 }
 
+/*
+ * The tick's: a push and an ack of one partition that commit at once on
+ * two daemons can each miss the other (READ COMMITTED): the ack finds no
+ * message past the cursor and marks it caught up, the push found it
+ * leased and woke nothing.  Such a cursor is woken here, and announced,
+ * within a tick.
+ */
+int
+pg_cursor_repair(struct store *s, int64_t now, int64_t *woken)
+{
+	struct args a = { 0 };
+	PGresult *r;
+	int rc, i;
+
+	*woken = 0;
+	a_int(&a, now);
+	if (!(r = exec(s, ST_CUR_REPAIR, &a, &rc)))
+		return rc;
+	for (i = 0; rc == 0 && i < PQntuples(r); i++)
+		rc = pg_notify(s, col_int(r, i, 0), col_int(r, i, 1));
+	*woken = PQntuples(r);
+	PQclear(r);
+	return rc;
+}
+
 int
 pg_cursor_min_committed(struct store *s, int64_t pid, int64_t *out)
 {

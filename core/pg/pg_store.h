@@ -33,7 +33,7 @@ enum stmt {
 	ST_CUR_BY_LEASE, ST_CUR_BY_LEASE_LK, ST_CUR_READY, ST_CUR_READY_LK,
 	ST_CUR_LIST_GROUP, ST_CUR_LIST_GROUP_LK, ST_CUR_LIST_PART,
 	ST_CUR_LIST_PART_LK, ST_CUR_WAKE, ST_CUR_DEL_GROUP, ST_CUR_MIN,
-	ST_CUR_LEASE_ROWS,
+	ST_CUR_LEASE_ROWS, ST_CUR_REPAIR,
 	ST_MSG_APPEND, ST_TXN_APPEND, ST_MSG_SCAN, ST_MSG_SCAN_META,
 	ST_MSG_TIME, ST_MSG_NEXT, ST_MSG_COUNT, ST_MSG_PURGE,
 	ST_MSG_DELETE_PART,
@@ -176,6 +176,8 @@ int pg_part_insert(struct store *s, struct part_row *p);
 int pg_part_update(struct store *s, const struct part_row *p);
 int pg_part_list(struct store *s, int64_t qid, const char *from, part_row_cb cb,
     void *arg);
+int pg_cursor_repair(struct store *s, int64_t now, int64_t *woken);
+int pg_notify(struct store *s, int64_t qid, int64_t pid);
 int pg_part_maint(struct store *s, int64_t now, int limit, part_row_cb cb,
     void *arg);
 int pg_group_get(struct store *s, int64_t qid, const char *name,
