@@ -312,8 +312,11 @@ ref_release(struct stage_ref *ref, bool done)
 	if (!g)
 		return;
 	ref->seg = NULL;
-	if (done && !g->err && /* best effort: dedup covers a lost one */
-	    rec_put(g, R_DONE, ref->id, NULL, 0, NULL, 0, &body) < 0)
+	/* best effort (dedup covers a lost one); a file whose sync failed
+	 * takes no new records, but its own may still be marked done */
+	if (done &&
+	    (g->err ||
+		rec_put(g, R_DONE, ref->id, NULL, 0, NULL, 0, &body) < 0))
 		rec_cancel(g, ref->off);
 	g->live--;
 }
