@@ -1064,9 +1064,10 @@ pg_set_durable(struct store *s, bool durable)
 
 /*
  * Make every commit so far durable, on the syncer thread's own connection
- * while the engine's runs the next batch: a transaction that takes an xid
- * and commits with synchronous_commit on waits for the WAL flush up to its
- * commit record, which lies after every commit made before it began.
+ * while the engine's runs the next batch: a transaction that writes WAL
+ * and commits with synchronous_commit on waits for the WAL flush (and the
+ * synchronous standbys) up to its commit record, which lies after every
+ * commit made before it began.
  */
 /*
  * libpq waits without limit for a host that never answers (a dead machine
@@ -1098,19 +1099,32 @@ pg_sync(struct store *s)
 			return -ENOMEM;
 		PQsetNoticeProcessor(s->syncc, no_notices, NULL);
 	} else if (PQstatus(s->syncc) != CONNECTION_OK) {
+		/*
+		 * A session made again may be on another server (the new
+		 * primary of a failover), whose flush says nothing of the
+		 * commits made on the old one at synchronous_commit off: it
+		 * vouches for none of them, only for what comes after.
+		 */
 		PQreset(s->syncc);
+		return -ENOTCONN;
 	}
 	/* no connection (a failover): the commits it was to cover are not
 	 * known durable, but the next flush, on a new one, covers the rest */
 	if (PQstatus(s->syncc) != CONNECTION_OK)
 		return -ENOTCONN;
+	/*
+	 * The commit must write WAL of its own: one that only took an xid
+	 * (txid_current()) writes nothing before its commit record, and
+	 * PostgreSQL commits it without a flush or a wait for the standby.
+	 * A row's update does both.
+	 */
 	r = PQexec(s->syncc,
 	    "SET synchronous_commit = on; "
-	    "SELECT txid_current()");
+	    "UPDATE queen_meta SET version = version");
 	atomic_fetch_add(&s->sync_trips, 1);
 	/* the server keeps its own WAL safe (a failed flush there is a
 	 * PANIC and a restart): a failure here is never lost pages of ours */
-	if (PQresultStatus(r) != PGRES_TUPLES_OK)
+	if (PQresultStatus(r) != PGRES_COMMAND_OK)
 		rc = -ENOTCONN;
 	PQclear(r);
 	return rc;
