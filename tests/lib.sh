@@ -517,6 +517,10 @@ mount_queenfs () {
 		test_done
 	}
 	TRASH=$(mktemp -d "${TMPDIR:-/tmp}/queenfs-test.XXXXXX") || exit 1
+	# a daemon on PostgreSQL keeps its spool under XDG_DATA_HOME: here,
+	# not in the user's home
+	XDG_DATA_HOME="$TRASH/data"
+	export XDG_DATA_HOME
 	MNT="$TRASH/mnt"
 	DB="${MOUNT_DB_:-$TRASH/queen.db}"
 	DAEMON_LOG="$TRASH/daemon.log"
