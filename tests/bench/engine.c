@@ -60,9 +60,16 @@ report(const char *name, long n, double secs)
 	cpu0 = cpu_us();
 }
 
-/* single pushes, one transaction each */
+/*
+ * Single pushes, one transaction each.  group 0: each commit durable by
+ * itself.  group N (sync full): what the daemon does for single-item HTTP
+ * pushes from several connections, a commit that does not wait for the
+ * disk and one sync of the log per N commits (the daemon syncs what
+ * committed while the last sync ran); its CPU per message is the
+ * engine's own work in the HTTP push figures.
+ */
 static void
-bench_push1(const char *dir, enum queen_sync sync, const char *label,
+bench_push1(const char *dir, enum queen_sync sync, int group, const char *label,
     double dur)
 {
 	struct queen *q = open_store(dir, label, sync);
@@ -81,49 +88,16 @@ bench_push1(const char *dir, enum queen_sync sync, const char *label,
 	t0 = now_s();
 	while (now_s() - t0 < dur) {
 		snprintf(txid, sizeof(txid), "m%ld", n);
-		if (queen_push(q, &it, 1, false, &r) != 0)
-			break;
-		n++;
-	}
-	report(label, n, now_s() - t0);
-	queen_close(q);
-}
-
-/*
- * What the daemon does for single-item HTTP pushes from several
- * connections at sync full: one commit per push that does not wait for
- * the disk, and one sync of the log per `group` commits (the daemon
- * syncs what committed while the last sync ran).  Its CPU per message is
- * the engine's own work in the HTTP push figures.
- */
-static void
-bench_push1_grouped(const char *dir, int group, const char *label, double dur)
-{
-	struct queen *q = open_store(dir, label, QUEEN_SYNC_FULL);
-	struct queen_push_item it = { 0 };
-	struct queen_push_result r;
-	char payload[200], txid[32];
-	double t0;
-	long n = 0;
-
-	memset(payload, 'x', sizeof(payload));
-	it.queue = "bench";
-	it.payload = payload;
-	it.len = sizeof(payload);
-	it.txid = txid;
-	cpu0 = cpu_us();
-	t0 = now_s();
-	while (now_s() - t0 < dur) {
-		snprintf(txid, sizeof(txid), "g%ld", n);
-		if (queen_batch_begin(q, QUEEN_BATCH_DEFERRED) != 0)
+		if (group && queen_batch_begin(q, QUEEN_BATCH_DEFERRED) != 0)
 			break;
 		if (queen_push(q, &it, 1, false, &r) != 0 ||
-		    queen_batch_commit(q) != 0) {
+		    (group && queen_batch_commit(q) != 0)) {
 			queen_batch_rollback(q);
 			break;
 		}
 		n++;
-		if (n % group == 0 && queen_sync(q, queen_sync_ticket(q)) != 0)
+		if (group && n % group == 0 &&
+		    queen_sync(q, queen_sync_ticket(q)) != 0)
 			break;
 	}
 	report(label, n, now_s() - t0);
@@ -230,9 +204,9 @@ main(int argc, char **argv)
 
 	if (!mkdtemp(dir))
 		return 1;
-	bench_push1(dir, QUEEN_SYNC_FULL, "push 1 (full)", dur);
-	bench_push1(dir, QUEEN_SYNC_NORMAL, "push 1 (normal)", dur);
-	bench_push1_grouped(dir, 3, "push 1, sync per 3 (full)", dur);
+	bench_push1(dir, QUEEN_SYNC_FULL, 0, "push 1 (full)", dur);
+	bench_push1(dir, QUEEN_SYNC_NORMAL, 0, "push 1 (normal)", dur);
+	bench_push1(dir, QUEEN_SYNC_FULL, 3, "push 1, sync per 3 (full)", dur);
 	bench_cycle(dir, QUEEN_SYNC_FULL, "cycle (full)", dur);
 	bench_cycle(dir, QUEEN_SYNC_NORMAL, "cycle (normal)", dur);
 	bench_batch(dir, dur);
