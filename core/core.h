@@ -249,6 +249,16 @@ struct store_ops {
 	 * until the call ends (its savepoint or transaction) */
 	int (*txn_prefetch)(struct store *st, int64_t part_id,
 	    const struct hash128 *h, size_t n, int64_t lo);
+	/* optional: a push to queue's partition part (dedup hash h, or
+	 * NULL) is about to read the queue's row, the partition's (locked
+	 * in a transaction) and h in its dedup window; the store may read
+	 * them in one go and answer those reads from it.  A hint: 0 also
+	 * when something is missing (the reads then say so) */
+	int (*push_ahead)(struct store *st, const char *queue, const char *part,
+	    const struct hash128 *h);
+	/* optional, the same for a call about to read a queue's row and
+	 * then its group's (a pop) */
+	int (*pop_ahead)(struct store *st, const char *queue, const char *g);
 	/* delete hash rows with offset <= upto, at most limit of them */
 	int (*txn_purge)(struct store *st, int64_t part_id, int64_t upto,
 	    int64_t limit, int64_t *deleted);

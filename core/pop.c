@@ -143,14 +143,19 @@ queen_pop(struct queen *q, const struct queen_pop_req *req,
 	struct part_row p;
 	struct cursor_row c;
 	struct popctx x;
+	const char *group_name;
 	int rc;
 
 	*out = NULL;
 	memset(&x, 0, sizeof(x));
 	if (!req || !req->queue)
 		return queen_err(q, -EINVAL, "pop: no queue");
+	group_name = req->group ? req->group : QUEEN_QUEUE_MODE;
 	if ((rc = tx_begin(q)) != 0)
 		return rc;
+	if (q->ops->pop_ahead && queen_name_valid(req->queue) &&
+	    (rc = q->ops->pop_ahead(q->st, req->queue, group_name)) != 0)
+		goto out;
 	if ((rc = queue_load(q, req->queue, &qr)) != 0)
 		goto out;
 	if ((rc = group_load(q, &qr, req->group, true, &g)) != 0)

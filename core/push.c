@@ -32,10 +32,31 @@ flush_part(struct queen *q, struct pushctx *c)
 	return rc;
 }
 
-static int
-select_part(struct queen *q, struct pushctx *c, const char *queue,
-    const char *partition)
+/*
+ * The dedup hash of an item, for the store's push_ahead hint: NULL when
+ * its transactionId is one the loop refuses.  Generates a missing one.
+ */
+static const struct hash128 *
+ahead_hash(struct queen *q, const struct queen_push_item *it,
+    struct queen_push_result *r, struct hash128 *h)
 {
+	size_t tl = it->txid ? strlen(it->txid) : 0;
+
+	if (it->txid && (tl == 0 || tl > TXID_MAX))
+		return NULL;
+	if (!it->txid && !r->gen_txid[0])
+		uuid_v7(q, r->gen_txid);
+	hash_txid(queen_push_txid(it, r), h);
+	return h;
+}
+
+static int
+select_part(struct queen *q, struct pushctx *c,
+    const struct queen_push_item *it, struct queen_push_result *r, bool nodedup)
+{
+	const char *queue = it->queue, *partition = it->partition;
+	const struct hash128 *hp;
+	struct hash128 h;
 	int rc;
 
 	if (!partition)
@@ -48,6 +69,12 @@ select_part(struct queen *q, struct pushctx *c, const char *queue,
 	c->have = false;
 	c->woken = false;
 	c->fetched = 0;
+	if (q->ops->push_ahead && queen_name_valid(queue) &&
+	    queen_name_valid(partition)) {
+		hp = nodedup ? NULL : ahead_hash(q, it, r, &h);
+		if ((rc = q->ops->push_ahead(q->st, queue, partition, hp)) != 0)
+			return rc;
+	}
 	if ((rc = queue_ensure(q, queue, &c->qr)) != 0)
 		return rc;
 	if ((rc = part_load(q, &c->qr, partition, true, &c->p)) != 0)
@@ -134,8 +161,8 @@ push_run(struct queen *q, const struct queen_push_item *items, size_t n,
 		struct hash128 h;
 		int64_t off, at;
 
-		if (!it->queue || (rc = select_part(q, &c, it->queue,
-		    it->partition)) != 0) {
+		if (!it->queue ||
+		    (rc = select_part(q, &c, it, r, nodedup)) != 0) {
 			if (!it->queue)
 				rc = queen_err(q, -EINVAL, "item %zu: no queue",
 				    i);
@@ -262,12 +289,17 @@ queen_push_is_dup(struct queen *q, const char *queue, const char *partition,
 	int64_t off;
 	int rc;
 
+	if (txid && txid[0])
+		hash_txid(txid, &h);
+	if (q->ops->push_ahead && txid && txid[0] && queen_name_valid(queue) &&
+	    partition && queen_name_valid(partition) &&
+	    (rc = q->ops->push_ahead(q->st, queue, partition, &h)) != 0)
+		return rc;
 	if ((rc = queue_load(q, queue, &qr)) != 0)
 		return rc;
 	if ((rc = part_load(q, &qr, partition, false, &p)) != 0)
 		return rc;
 	if (!txid || !txid[0])
 		return -EINVAL;
-	hash_txid(txid, &h);
 	return find_dup(q, &qr.conf, &p, &h, queen_now(q), &off);
 }

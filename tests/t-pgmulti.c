@@ -316,6 +316,81 @@ test_processes(void)
 	fix_close(&f);
 }
 
+/*
+ * Child: pushes the same NDUP transactionIds as the other NDUPP - 1,
+ * at the same time, to one partition; writes how many it found queued.  Both wait on
+ * the partition's row lock in turn, and each must see the other's hash
+ * rows once it holds it (the push's rows are read ahead in one statement
+ * under that lock: t-pgmulti checks nothing slips between them).
+ */
+#define NDUP 600
+#define NDUPP 3
+static int
+dup_child(struct fix *f, int fd, int start)
+{
+	struct queen *q = open_other(f, NULL);
+	char txid[32], c;
+	int i, queued = 0;
+	int64_t rc;
+	bool dup;
+
+	if (read(start, &c, 1) != 1)
+		return 2;
+	for (i = 0; i < NDUP; i++) {
+		snprintf(txid, sizeof(txid), "same-%d", i);
+		rc = push_ex(q, "dupq", "p", txid, txid, false, &dup);
+		if (rc < 0)
+			return 3;
+		queued += !dup;
+	}
+	if (write(fd, &queued, sizeof(queued)) != (ssize_t)sizeof(queued))
+		return 5;
+	queen_close(q);
+	return 0;
+}
+
+static void
+test_dedup_race(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "pgm-dup");
+	struct queen_partition_info pi;
+	int out[2], start[2], n, queued = 0, k;
+	pid_t p[NDUPP];
+
+	is_int(push1(q, "dupq", "p", "same-0", "first"), 1, "dup: first push");
+	queen_close(q);
+	f.q = NULL;
+	if (pipe(out) || pipe(start))
+		exit(1);
+	fflush(stdout);
+	for (k = 0; k < NDUPP; k++) {
+		if ((p[k] = fork()) == 0) {
+			close(out[0]);
+			close(start[1]);
+			_exit(dup_child(&f, out[1], start[0]));
+		}
+	}
+	close(out[1]);
+	close(start[0]);
+	if (write(start[1], "xxx", NDUPP) != NDUPP)
+		exit(1);
+	close(start[1]);
+	while (read(out[0], &n, sizeof(n)) == (ssize_t)sizeof(n))
+		queued += n;
+	close(out[0]);
+	for (n = 0, k = 0; k < NDUPP; k++)
+		n += reap(p[k]) != 0;
+	is_int(n, 0, "dup: the %d pushers ran", NDUPP);
+	is_int(queued, NDUP - 1, "dup: each id queued once between them");
+	fix_reopen(&f);
+	memset(&pi, 0, sizeof(pi));
+	k = queen_partition_get(f.q, "dupq", "p", &pi);
+	ok(k == 0 && pi.tail == NDUP, "dup: the partition holds %d (%lld)",
+	    NDUP, (long long)pi.tail);
+	fix_close(&f);
+}
+
 /* Two processes create the same queue, partition and group at once. */
 static int
 race_child(struct fix *f, int start, int who)
@@ -794,6 +869,7 @@ main(void)
 	test_batch_reads();
 	test_processes();
 	test_create_race();
+	test_dedup_race();
 	test_events();
 	test_maint_locks();
 	test_migrate();

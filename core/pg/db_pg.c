@@ -31,14 +31,29 @@
 	"wait, auto_ack, uid, gid, perm"
 #define CUR_COLS "partition_id, group_id, committed, batch_end, lease_id, " \
 	"lease_expires_at, retry_count, next_at"
-#define CUR_READY "SELECT " CUR_COLS " FROM cursors WHERE group_id = $1 " \
-	"AND next_at >= 0 AND next_at <= $2 " \
-	"AND (next_at, partition_id) > ($3, $4) " \
-	"ORDER BY next_at, partition_id LIMIT " QUEEN_STR(CURSOR_READY_PAGE)
+/*
+ * With each cursor its partition (columns from 8), and whether the
+ * cursor is the version the statement's snapshot holds (18): a row
+ * lock that found a newer one hands that back with the partition of
+ * the snapshot, which may then be older than the cursor.
+ */
+#define READY_LIMIT " LIMIT " QUEEN_STR(CURSOR_READY_PAGE)
+#define CUR_READY \
+	"SELECT c.partition_id, c.group_id, c.committed, " \
+	"c.batch_end, c.lease_id, c.lease_expires_at, c.retry_count, " \
+	"c.next_at, " PART_P_COLS ", c.xmin = (SELECT o.xmin FROM cursors o " \
+	"WHERE o.partition_id = c.partition_id AND o.group_id = c.group_id) " \
+	"FROM cursors c JOIN partitions p " \
+	"ON p.id = c.partition_id WHERE c.group_id = $1 " \
+	"AND c.next_at >= 0 AND c.next_at <= $2 " \
+	"AND (c.next_at, c.partition_id) > ($3, $4) " \
+	"ORDER BY c.next_at, c.partition_id" READY_LIMIT
 /* the keys of partition p's first message and first hash row */
 #define SHIFT_P "(p.id << " QUEEN_STR(OFFSET_BITS) ")"
 #define HEAD_KEY SHIFT_P " + p.head"
 #define TXNS_KEY SHIFT_P " + p.txns_start"
+#define TAIL_KEY SHIFT_P " + p.tail"
+#define SHIFT_P1 "((p.id + 1) << " QUEEN_STR(OFFSET_BITS) ")"
 #define PART_MAINT \
 	"SELECT " PART_P_COLS " FROM partitions p " \
 	"JOIN queues q ON q.id = p.queue_id WHERE (p.tail >= p.head AND " \
@@ -57,6 +72,23 @@
 	"c.next_at FROM leases l JOIN cursors c ON c.partition_id = " \
 	"l.partition_id AND c.group_id = l.group_id WHERE l.lease_id = $1 " \
 	"AND c.lease_id = $1"
+#define QUEUE_Q_COLS \
+	"q.id, q.name, q.created_at, q.uid, q.gid, q.mode, " \
+	"q.lease_time, q.retry_limit, q.dlq, q.batch, q.wait, q.delay, " \
+	"q.window_buffer, q.dedup_window, q.retention, " \
+	"q.completed_retention, q.max_message_bytes, " \
+	"q.expiry_charges_retry, q.auto_ack, q.timer_delay, q.hash_retention"
+#define GROUP_G_COLS \
+	"g.id, g.queue_id, g.name, g.mode, g.since, g.created_at, g.batch, " \
+	"g.wait, g.auto_ack, g.uid, g.gid, g.perm"
+#define PUSH_AHEAD \
+	"SELECT " QUEUE_Q_COLS ", " PART_P_COLS ", d.id, d.created_at, t.id " \
+	"FROM queues q JOIN partitions p ON p.queue_id = q.id " \
+	"AND p.name = $2 LEFT JOIN LATERAL (SELECT id, created_at " \
+	"FROM txns WHERE hash = $3 AND id >= " TXNS_KEY " AND id <= " TAIL_KEY \
+	" ORDER BY id DESC LIMIT 1) d ON true LEFT JOIN LATERAL (SELECT id " \
+	"FROM txns WHERE id >= " SHIFT_P " AND id < " SHIFT_P1 " ORDER BY id " \
+	"DESC LIMIT 1) t ON true WHERE q.name = $1"
 #define TIMER_COLS "key, part_name, due_at, created_at, payload"
 #define LOCK " FOR UPDATE"
 #define BEGIN_RC begin_rc
@@ -188,7 +220,8 @@ static const struct stmt_def sql[ST__N] = {
 	/* group id, upto, after_at, after_pid; rows another process is
 	 * leasing right now are skipped, not waited for */
 	[ST_CUR_READY] = { "cur_ready", CUR_READY },
-	[ST_CUR_READY_LK] = { "cur_ready_lk", CUR_READY LOCK " SKIP LOCKED" },
+	[ST_CUR_READY_LK] = { "cur_ready_lk",
+	    CUR_READY " FOR UPDATE OF c SKIP LOCKED" },
 	/* group id */
 	[ST_CUR_LIST_GROUP] = { "cur_list_group",
 	    "SELECT " CUR_COLS " FROM cursors WHERE group_id = $1 "
@@ -229,10 +262,30 @@ static const struct stmt_def sql[ST__N] = {
 	    "WHERE id = p.queue_id) q, "
 	    "LATERAL (SELECT " GROUP_COLS " FROM groups "
 	    "WHERE id = c.group_id) g" },
+	/* queue name, partition name, hash: the queue (columns from 0),
+	 * the partition (21), the newest row of the hash in its dedup
+	 * window (31, 32) and the newest hash row of the partition (33) */
+	[ST_PUSH_AHEAD] = { "push_ahead", PUSH_AHEAD },
+	[ST_PUSH_AHEAD_LK] = { "push_ahead_lk", PUSH_AHEAD " FOR UPDATE OF p" },
+	/* queue name, group name: the queue (columns from 0), the group
+	 * (21), if any */
+	[ST_POP_AHEAD] = { "pop_ahead",
+	    "SELECT " QUEUE_Q_COLS ", " GROUP_G_COLS " FROM queues q "
+	    "LEFT JOIN groups g ON g.queue_id = q.id AND g.name = $2 "
+	    "WHERE q.name = $1" },
 	/* key, created_at, txid, trace_id, payload */
 	[ST_MSG_APPEND] = { "msg_append",
 	    "INSERT INTO messages (id, created_at, txid, trace_id, payload) "
 	    "VALUES ($1, $2, $3, $4, $5)" },
+	/* arrays of keys, created_at, txid, trace_id, payload, hash */
+	[ST_MSG_APPEND_MANY] = { "msg_append_many",
+	    "WITH v AS (SELECT * FROM unnest($1::bigint[], $2::bigint[], "
+	    "$3::bytea[], $4::bytea[], $5::bytea[], $6::bytea[]) "
+	    "AS v(id, at, txid, trace, payload, hash)), "
+	    "m AS (INSERT INTO messages (id, created_at, txid, trace_id, "
+	    "payload) SELECT id, at, txid, trace, payload FROM v) "
+	    "INSERT INTO txns (id, hash, created_at) "
+	    "SELECT id, hash, at FROM v" },
 	/* key, hash, created_at */
 	[ST_TXN_APPEND] = { "txn_append",
 	    "INSERT INTO txns (id, hash, created_at) VALUES ($1, $2, $3)" },
@@ -540,6 +593,8 @@ pg_close(struct store *s)
 		PQfinish(s->syncc);
 	free(s->conninfo);
 	free(s->pf.set);
+	for (int k = 0; k < AB_COLS; k++)
+		free(s->ab.b[k]);
 	free(s->seen);
 	free(s->chans);
 	free(s);
@@ -613,6 +668,23 @@ pg_stmt_sql(enum stmt id)
 	return sql[id].sql;
 }
 
+/* A statement that only reads (row locks aside): see s->ahead. */
+bool
+pg_stmt_reads(enum stmt id)
+{
+	static _Atomic signed char known[ST__N]; /* 0 unknown, 1, -1 */
+	int k = known[id];
+
+	if (k == 0) {
+		k = -1;
+		if (strncmp(sql[id].sql, "SELECT ", 7) == 0 &&
+		    !strstr(sql[id].sql, "pg_notify"))
+			k = 1;
+		known[id] = (signed char)k;
+	}
+	return k > 0;
+}
+
 /*
  * Run a statement (prepared on first use) with the writes sent before it;
  * NULL and *rc on failure.
@@ -662,6 +734,7 @@ only_sent(enum stmt id)
 {
 	switch (id) {
 	case ST_MSG_APPEND:
+	case ST_MSG_APPEND_MANY:
 	case ST_TXN_APPEND:
 	case ST_PART_UPDATE:
 	case ST_CUR_PUT:
@@ -774,6 +847,7 @@ tx_reset(struct store *s, bool in_tx)
 	s->in_tx = in_tx;
 	s->poisoned = false;
 	pg_prefetch_end(s);
+	pg_append_drop(s);
 	s->batch = false;
 	s->sp = 0;
 	s->adopted = 0;
@@ -1179,6 +1253,8 @@ static const struct store_ops pg_ops = {
 	.msg_purge = pg_msg_purge,
 	.txn_find = pg_txn_find,
 	.txn_prefetch = pg_txn_prefetch,
+	.push_ahead = pg_push_ahead,
+	.pop_ahead = pg_pop_ahead,
 	.txn_time = pg_txn_time,
 	.txn_purge = pg_txn_purge,
 	.dlq_insert = pg_dlq_insert,

@@ -19,6 +19,7 @@ lost(struct store *s)
 
 	s->broken = true;
 	s->npend = 0;
+	pg_append_drop(s);
 	return rc ? rc : -EIO;
 }
 
@@ -113,9 +114,26 @@ drain(struct store *s, bool want, int *rc)
 static int
 send(struct store *s, enum stmt id, const char *text, const struct args *a)
 {
+	bool keep;
 	int ok, rc;
 
-	s->ahead.valid = false;
+	/* buffered appends go first; a rollback drops them (all were made
+	 * after the last savepoint, which sent them) */
+	if (s->ab.n > 0 && id != ST_MSG_APPEND_MANY) {
+		if (id == ST__N && strncmp(text, "ROLLBACK", 8) == 0)
+			pg_append_drop(s);
+		else if ((rc = pg_append_flush(s)) != 0)
+			return rc;
+	}
+	/* a read, a savepoint or its release changes no row; a rollback
+	 * to one gives up the locks taken since */
+	if (id != ST__N)
+		keep = pg_stmt_reads(id);
+	else
+		keep = strncmp(text, "SAVEPOINT ", 10) == 0 ||
+		    strncmp(text, "RELEASE ", 8) == 0;
+	if (!keep)
+		s->ahead.valid = false;
 	if (s->npend + 2 > PEND_MAX) {
 		PQclear(drain(s, false, &rc));
 		if (rc != 0)

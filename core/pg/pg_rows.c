@@ -7,8 +7,40 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "pg_store.h"
+
+/* ---- rows read ahead ---- */
+
+static int64_t
+mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void
+ahead_mark(struct store *s)
+{
+	s->ahead.valid = true;
+	s->ahead.read_ns = s->in_tx ? 0 : mono_ns();
+	s->ahead.hq = s->ahead.hp = s->ahead.hg = s->ahead.hc = false;
+	s->ahead.plock = s->ahead.hdup = false;
+}
+
+/* see AHEAD_NS */
+bool
+ahead_ok(struct store *s)
+{
+	if (!s->ahead.valid)
+		return false;
+	if (!s->in_tx && mono_ns() - s->ahead.read_ns > AHEAD_NS)
+		s->ahead.valid = false;
+	return s->ahead.valid;
+}
 
 /* ---- queues ---- */
 
@@ -48,6 +80,10 @@ pg_queue_get(struct store *s, const char *name, struct queue_row *out)
 {
 	struct args a = { 0 };
 
+	if (ahead_ok(s) && s->ahead.hq && strcmp(s->ahead.q.name, name) == 0) {
+		*out = s->ahead.q;
+		return 0;
+	}
 	a_text(&a, name);
 	return get_queue(s, ST_QUEUE_GET, &a, out);
 }
@@ -57,7 +93,7 @@ pg_queue_by_id(struct store *s, int64_t id, struct queue_row *out)
 {
 	struct args a = { 0 };
 
-	if (s->ahead.valid && s->ahead.q.id == id) {
+	if (ahead_ok(s) && s->ahead.hq && s->ahead.q.id == id) {
 		*out = s->ahead.q;
 		return 0;
 	}
@@ -235,10 +271,17 @@ pg_part_get(struct store *s, int64_t qid, const char *name,
     struct part_row *out)
 {
 	struct args a = { 0 };
+	enum stmt id = locked(s, ST_PART_GET);
 
+	if (ahead_ok(s) && s->ahead.hp && s->ahead.p.queue_id == qid &&
+	    strcmp(s->ahead.p.name, name) == 0 &&
+	    (s->ahead.plock || id == ST_PART_GET)) {
+		*out = s->ahead.p;
+		return 0;
+	}
 	a_int(&a, qid);
 	a_text(&a, name);
-	return get_part(s, locked(s, ST_PART_GET), &a, out);
+	return get_part(s, id, &a, out);
 }
 
 int
@@ -246,7 +289,7 @@ pg_part_by_id(struct store *s, int64_t id, struct part_row *out)
 {
 	struct args a = { 0 };
 
-	if (s->ahead.valid && s->ahead.p.id == id) {
+	if (ahead_ok(s) && s->ahead.hp && s->ahead.p.id == id) {
 		*out = s->ahead.p;
 		return 0;
 	}
@@ -259,6 +302,10 @@ pg_part_by_uuid(struct store *s, const char *uuid, struct part_row *out)
 {
 	struct args a = { 0 };
 
+	if (ahead_ok(s) && s->ahead.hp && strcmp(s->ahead.p.uuid, uuid) == 0) {
+		*out = s->ahead.p;
+		return 0;
+	}
 	a_text(&a, uuid);
 	return get_part(s, ST_PART_BY_UUID, &a, out);
 }
@@ -399,6 +446,11 @@ pg_group_get(struct store *s, int64_t qid, const char *name,
 {
 	struct args a = { 0 };
 
+	if (ahead_ok(s) && s->ahead.hg && s->ahead.g.queue_id == qid &&
+	    strcmp(s->ahead.g.name, name) == 0) {
+		*out = s->ahead.g;
+		return 0;
+	}
 	a_int(&a, qid);
 	a_text(&a, name);
 	return get_group(s, ST_GROUP_GET, &a, out);
@@ -409,7 +461,7 @@ pg_group_by_id(struct store *s, int64_t id, struct group_row *out)
 {
 	struct args a = { 0 };
 
-	if (s->ahead.valid && s->ahead.g.id == id) {
+	if (ahead_ok(s) && s->ahead.hg && s->ahead.g.id == id) {
 		*out = s->ahead.g;
 		return 0;
 	}
@@ -614,6 +666,11 @@ pg_cursor_by_lease(struct store *s, const char *lease, struct cursor_row *out)
 	a_text(&a, lease);
 	if (id != ST_CUR_BY_LEASE)
 		return get_cursor(s, id, &a, out);
+	if (ahead_ok(s) && s->ahead.hc &&
+	    strcmp(s->ahead.c.lease_id, lease) == 0) {
+		*out = s->ahead.c;
+		return 0;
+	}
 	if (!(r = exec(s, ST_CUR_LEASE_ROWS, &a, &rc)))
 		return rc;
 	rc = PQntuples(r) ? read_cursor(s, r, 0, out) : -ENOENT;
@@ -621,15 +678,96 @@ pg_cursor_by_lease(struct store *s, const char *lease, struct cursor_row *out)
 		read_part(r, 0, 8, &s->ahead.p);
 		read_queue(r, 0, 18, &s->ahead.q);
 		read_group(r, 0, 39, &s->ahead.g);
-		s->ahead.valid = true;
+		ahead_mark(s);
+		s->ahead.hq = s->ahead.hp = s->ahead.hg = s->ahead.hc = true;
+		s->ahead.c = *out;
 	}
 	PQclear(r);
 	return rc;
 }
 
-/* All rows are read before the first callback, as db.c collects them. */
+/* Ahead of a pop: its queue and group, in one statement. */
+int
+pg_pop_ahead(struct store *s, const char *queue, const char *group)
+{
+	struct args a = { 0 };
+	PGresult *r;
+	int rc;
+
+	a_text(&a, queue);
+	a_text(&a, group);
+	if (!(r = exec(s, ST_POP_AHEAD, &a, &rc)))
+		return rc;
+	if (PQntuples(r) == 1) {
+		read_queue(r, 0, 0, &s->ahead.q);
+		ahead_mark(s);
+		s->ahead.hq = true;
+		s->ahead.hg = !PQgetisnull(r, 0, 21);
+		if (s->ahead.hg)
+			read_group(r, 0, 21, &s->ahead.g);
+	}
+	PQclear(r);
+	return 0;
+}
+
+/*
+ * Ahead of a push: its queue, its partition (locked in a transaction)
+ * and the newest row of its hash in the dedup window, in one statement,
+ * for the lookups that follow.  Under a row lock that had to wait,
+ * READ COMMITTED hands back the partition as its locker left it while
+ * the hash rows may be those of the statement's start: the window's
+ * answer is kept only if the newest hash row read is the partition's
+ * tail (every message has one), i.e. nothing was appended unseen.
+ */
+int
+pg_push_ahead(struct store *s, const char *queue, const char *part,
+    const struct hash128 *h)
+{
+	struct args a = { 0 };
+	PGresult *r;
+	int64_t base;
+	bool whole;
+	int rc;
+
+	a_text(&a, queue);
+	a_text(&a, part);
+	if (h)
+		a_bytes(&a, h->b, sizeof(h->b));
+	else
+		a_null(&a);
+	if (!(r = exec(s, locked(s, ST_PUSH_AHEAD), &a, &rc)))
+		return rc;
+	if (PQntuples(r) == 1) {
+		read_queue(r, 0, 0, &s->ahead.q);
+		read_part(r, 0, 21, &s->ahead.p);
+		ahead_mark(s);
+		s->ahead.hq = s->ahead.hp = true;
+		s->ahead.plock = locked(s, ST_PUSH_AHEAD) != ST_PUSH_AHEAD;
+		base = PB(s->ahead.p.id);
+		whole = s->ahead.p.tail < s->ahead.p.txns_start ||
+		    col_int(r, 0, 33) == base + s->ahead.p.tail;
+		s->ahead.hdup = h && whole;
+		if (s->ahead.hdup) {
+			s->ahead.h = *h;
+			s->ahead.lo = s->ahead.p.txns_start;
+			s->ahead.hi = s->ahead.p.tail;
+			s->ahead.off = 0;
+			if (!PQgetisnull(r, 0, 31))
+				s->ahead.off = col_int(r, 0, 31) - base;
+			s->ahead.at = col_int(r, 0, 32);
+		}
+	}
+	PQclear(r);
+	return 0;
+}
+
+/*
+ * All rows are read before the first callback, as db.c collects them.
+ * With parts, each row carries its partition too, which answers the
+ * callback's lookup of it until the callback sends a statement.
+ */
 static int
-cursor_walk(struct store *s, enum stmt id, const struct args *a,
+cursor_walk(struct store *s, enum stmt id, const struct args *a, bool parts,
     cursor_row_cb cb, void *arg)
 {
 	struct cursor_row c;
@@ -639,7 +777,14 @@ cursor_walk(struct store *s, enum stmt id, const struct args *a,
 	if (!(r = exec(s, id, a, &rc)))
 		return rc;
 	n = PQntuples(r);
+	if (parts && n > 0)
+		ahead_mark(s);
 	for (i = 0; rc == 0 && i < n; i++) {
+		if (parts && ahead_ok(s)) {
+			read_part(r, i, 8, &s->ahead.p);
+			s->ahead.hp = !PQgetisnull(r, i, 18) &&
+			    PQgetvalue(r, i, 18)[0] != 0;
+		}
 		if ((rc = read_cursor(s, r, i, &c)) == 0)
 			rc = cb(arg, &c);
 	}
@@ -657,7 +802,7 @@ pg_cursor_ready(struct store *s, int64_t gid, int64_t upto, int64_t after_at,
 	a_int(&a, upto);
 	a_int(&a, after_at);
 	a_int(&a, after_pid);
-	return cursor_walk(s, locked(s, ST_CUR_READY), &a, cb, arg);
+	return cursor_walk(s, locked(s, ST_CUR_READY), &a, true, cb, arg);
 }
 
 int
@@ -667,7 +812,7 @@ pg_cursor_list_group(struct store *s, int64_t gid, cursor_row_cb cb,
 	struct args a = { 0 };
 
 	a_int(&a, gid);
-	return cursor_walk(s, locked(s, ST_CUR_LIST_GROUP), &a, cb, arg);
+	return cursor_walk(s, locked(s, ST_CUR_LIST_GROUP), &a, false, cb, arg);
 }
 
 int
@@ -676,7 +821,7 @@ pg_cursor_list_part(struct store *s, int64_t pid, cursor_row_cb cb, void *arg)
 	struct args a = { 0 };
 
 	a_int(&a, pid);
-	return cursor_walk(s, locked(s, ST_CUR_LIST_PART), &a, cb, arg);
+	return cursor_walk(s, locked(s, ST_CUR_LIST_PART), &a, false, cb, arg);
 }
 
 int

@@ -33,8 +33,9 @@ enum stmt {
 	ST_CUR_BY_LEASE, ST_CUR_BY_LEASE_LK, ST_CUR_READY, ST_CUR_READY_LK,
 	ST_CUR_LIST_GROUP, ST_CUR_LIST_GROUP_LK, ST_CUR_LIST_PART,
 	ST_CUR_LIST_PART_LK, ST_CUR_WAKE, ST_CUR_DEL_GROUP, ST_CUR_MIN,
-	ST_CUR_LEASE_ROWS, ST_CUR_REPAIR,
-	ST_MSG_APPEND, ST_TXN_APPEND, ST_MSG_SCAN, ST_MSG_SCAN_META,
+	ST_CUR_LEASE_ROWS, ST_CUR_REPAIR, ST_PUSH_AHEAD, ST_PUSH_AHEAD_LK,
+	ST_POP_AHEAD,
+	ST_MSG_APPEND, ST_MSG_APPEND_MANY, ST_TXN_APPEND, ST_MSG_SCAN, ST_MSG_SCAN_META,
 	ST_MSG_TIME, ST_MSG_NEXT, ST_MSG_COUNT, ST_MSG_PURGE,
 	ST_MSG_DELETE_PART,
 	ST_TXN_FIND_LO, ST_TXN_FIND_HI, ST_TXN_PREFETCH, ST_TXN_TIME,
@@ -60,6 +61,14 @@ _Static_assert(ST_CUR_LIST_PART_LK == LOCKED_TWIN(ST_CUR_LIST_PART), "twin");
 _Static_assert(ST_CUR_READY_LK == LOCKED_TWIN(ST_CUR_READY), "twin");
 _Static_assert(ST_PART_GET_LK == LOCKED_TWIN(ST_PART_GET), "twin");
 _Static_assert(ST_PART_LIST_LK == LOCKED_TWIN(ST_PART_LIST), "twin");
+_Static_assert(ST_PUSH_AHEAD_LK == LOCKED_TWIN(ST_PUSH_AHEAD), "twin");
+/*
+ * Rows read ahead (s->ahead) answer the lookups that follow until a
+ * statement that can change a row goes out; outside a transaction only
+ * for this long after the read, so that a later call, which no
+ * statement may separate from the read, still sees the store as it is.
+ */
+#define AHEAD_NS 1000000
 /* a statement sent whose answer is not read yet (pg_pipe.c) */
 struct pend {
 	enum stmt id;     /* ST__N: the text */
@@ -68,6 +77,10 @@ struct pend {
 };
 /* past this many, a Sync goes out before the next statement */
 #define PEND_MAX 1024
+/* buffered appends go out at the next statement, or at this many */
+#define AB_COLS 6
+#define AB_ROWS 1000
+#define AB_BYTES (4 << 20)
 
 struct chan {
 	int64_t queue_id;
@@ -108,14 +121,33 @@ struct store {
 		struct hash128 *set; /* open addressing; all-zero: empty */
 		size_t cap, n;
 	} pf;
-	/* the rows read with a lease (pg_rows.c), which the lookups that
-	 * follow it may take from here until the next statement is sent */
+	/* rows read along with a lease or ahead of a push (pg_rows.c),
+	 * which the lookups that follow may take from here until the next
+	 * statement that can change a row is sent */
 	struct {
 		bool valid;
+		int64_t read_ns; /* CLOCK_MONOTONIC, outside a transaction */
+		bool hq, hp, hg, hc; /* which of the rows it holds */
+		bool plock;          /* p was read FOR UPDATE */
 		struct part_row p;
 		struct queue_row q;
 		struct group_row g;
+		struct cursor_row c;
+		/* the newest hash row h in p's dedup window [lo, hi]: off 0
+		 * if none (valid only if the window was read whole) */
+		bool hdup;
+		struct hash128 h;
+		int64_t lo, hi, off, at;
 	} ahead;
+	/* appends of this transaction not sent yet, as the elements of
+	 * the binary arrays of ST_MSG_APPEND_MANY (pg_log.c): key, time,
+	 * txid, trace, payload, hash */
+	struct {
+		unsigned char *b[AB_COLS];
+		size_t len[AB_COLS], cap[AB_COLS];
+		bool nulls[AB_COLS];
+		int n;
+	} ab;
 	bool durable; /* false: the next transactions commit
 				 * without waiting for the WAL flush */
 	/* the syncer thread's: a connection of its own (see pg_sync) */
@@ -139,6 +171,7 @@ struct args {
 int pg_fail(struct store *s, const PGresult *r);
 const char *pg_stmt_name(enum stmt id);
 const char *pg_stmt_sql(enum stmt id);
+bool pg_stmt_reads(enum stmt id);
 /* pg_pipe.c: send and wait for this and all sent before it (a text when
  * id is ST__N); send only, inside a transaction */
 int pipe_start(struct store *s);
@@ -177,6 +210,11 @@ int pg_part_update(struct store *s, const struct part_row *p);
 int pg_part_list(struct store *s, int64_t qid, const char *from, part_row_cb cb,
     void *arg);
 int pg_cursor_repair(struct store *s, int64_t now, int64_t *woken);
+int pg_push_ahead(struct store *s, const char *queue, const char *part,
+    const struct hash128 *h);
+int pg_pop_ahead(struct store *s, const char *queue, const char *group);
+void ahead_mark(struct store *s);
+bool ahead_ok(struct store *s);
 int pg_notify(struct store *s, int64_t qid, int64_t pid);
 int pg_part_maint(struct store *s, int64_t now, int limit, part_row_cb cb,
     void *arg);
@@ -215,6 +253,8 @@ int pg_txn_find(struct store *s, int64_t pid, const struct hash128 *h,
 int pg_txn_prefetch(struct store *s, int64_t pid, const struct hash128 *h,
     size_t n, int64_t lo);
 void pg_prefetch_end(struct store *s);
+int pg_append_flush(struct store *s);
+void pg_append_drop(struct store *s);
 int pg_txn_time(struct store *s, int64_t pid, int64_t off, int64_t *at);
 int pg_txn_purge(struct store *s, int64_t pid, int64_t upto, int64_t limit,
     int64_t *deleted);
