@@ -593,6 +593,7 @@ pg_close(struct store *s)
 		PQfinish(s->syncc);
 	free(s->conninfo);
 	free(s->pf.set);
+	PQclear(s->ahead.ms.r);
 	for (int k = 0; k < AB_COLS; k++)
 		free(s->ab.b[k]);
 	free(s->seen);

@@ -292,35 +292,71 @@ pg_msg_append(struct store *s, int64_t pid, int64_t off, int64_t at,
 	return pg_run(s, ST_TXN_APPEND, &b, NULL);
 }
 
+/*
+ * The callbacks of pg_msg_scan over an answer that has the payloads
+ * (has) or their lengths; without want a caller gets the lengths only.
+ */
+static int
+scan_rows(PGresult *r, int64_t pid, bool has, bool want, msg_row_cb cb,
+    void *arg)
+{
+	struct msg_row m;
+	int rc = 0, i;
+
+	for (i = 0; rc == 0 && i < PQntuples(r); i++) {
+		m.offset = col_int(r, i, 0) - PB(pid);
+		m.created_at = col_int(r, i, 1);
+		m.txid = col_str(r, i, 2);
+		m.trace_id = col_str(r, i, 3);
+		m.payload = has && want ? PQgetvalue(r, i, 4) : NULL;
+		if (has)
+			m.len = (size_t)PQgetlength(r, i, 4);
+		else
+			m.len = (size_t)col_int(r, i, 4);
+		rc = cb(arg, &m);
+	}
+	return rc;
+}
+
+/*
+ * One message read is kept (s->ahead.ms) for the read that follows it:
+ * the kernel's lookup of a leased message's name, then its open and
+ * read, each ask for it.  A message does not change; it may only go.
+ */
 int
 pg_msg_scan(struct store *s, int64_t pid, int64_t from, size_t max,
     bool payload, msg_row_cb cb, void *arg)
 {
 	struct args a = { 0 };
-	struct msg_row m;
 	PGresult *r;
-	int rc, i;
+	bool small;
+	int rc;
 
+	if (max == 1 && ahead_ok(s) && s->ahead.ms.on &&
+	    s->ahead.ms.pid == pid && s->ahead.ms.from == from &&
+	    (s->ahead.ms.payload || !payload))
+		return scan_rows(s->ahead.ms.r, pid, s->ahead.ms.payload,
+		    payload, cb, arg);
 	a_int(&a, PB(pid) + (from < 0 ? 0 : from));
 	a_int(&a, PB(pid) + MAX_OFFSET);
 	a_int(&a, max > INT32_MAX ? INT32_MAX : (int64_t)max);
 	r = exec(s, payload ? ST_MSG_SCAN : ST_MSG_SCAN_META, &a, &rc);
 	if (!r)
 		return rc;
-	for (i = 0; rc == 0 && i < PQntuples(r); i++) {
-		m.offset = col_int(r, i, 0) - PB(pid);
-		m.created_at = col_int(r, i, 1);
-		m.txid = col_str(r, i, 2);
-		m.trace_id = col_str(r, i, 3);
-		if (payload) {
-			m.payload = PQgetvalue(r, i, 4);
-			m.len = (size_t)PQgetlength(r, i, 4);
-		} else {
-			m.payload = NULL;
-			m.len = (size_t)col_int(r, i, 4);
-		}
-		rc = cb(arg, &m);
+	small = PQntuples(r) == 0 ||
+	    (PQntuples(r) == 1 &&
+		(!payload || PQgetlength(r, 0, 4) <= AHEAD_MSG_MAX));
+	if (max == 1 && small) {
+		ahead_keep(s);
+		PQclear(s->ahead.ms.r);
+		s->ahead.ms.r = r;
+		s->ahead.ms.on = true;
+		s->ahead.ms.pid = pid;
+		s->ahead.ms.from = from;
+		s->ahead.ms.payload = payload;
+		return scan_rows(r, pid, payload, payload, cb, arg);
 	}
+	rc = scan_rows(r, pid, payload, payload, cb, arg);
 	PQclear(r);
 	return rc;
 }
@@ -417,8 +453,18 @@ pg_txn_find(struct store *s, int64_t pid, const struct hash128 *h,
 		if (s->ahead.off < lo)
 			return -ENOENT;
 		*off = s->ahead.off;
-		*at = s->ahead.at;
+		if (at)
+			*at = s->ahead.at;
 		return 0;
+	}
+	if (ahead_ok(s) && s->ahead.tf.on && s->ahead.tf.pid == pid &&
+	    s->ahead.tf.lo == lo && s->ahead.tf.hi == hi &&
+	    s->ahead.tf.highest == highest && (!at || s->ahead.tf.has_at) &&
+	    memcmp(h->b, s->ahead.tf.h.b, sizeof(h->b)) == 0) {
+		*off = s->ahead.tf.off;
+		if (at)
+			*at = s->ahead.tf.at;
+		return s->ahead.tf.rc;
 	}
 	a_bytes(&a, h->b, 16);
 	a_int(&a, PB(pid) + lo);
@@ -427,6 +473,20 @@ pg_txn_find(struct store *s, int64_t pid, const struct hash128 *h,
 	    at);
 	if (rc == 0)
 		*off -= PB(pid);
+	if (rc == 0 || rc == -ENOENT) {
+		/* the lookup of a name is followed by its read */
+		ahead_keep(s);
+		s->ahead.tf.on = true;
+		s->ahead.tf.highest = highest;
+		s->ahead.tf.h = *h;
+		s->ahead.tf.pid = pid;
+		s->ahead.tf.lo = lo;
+		s->ahead.tf.hi = hi;
+		s->ahead.tf.off = rc == 0 ? *off : 0;
+		s->ahead.tf.has_at = at != NULL;
+		s->ahead.tf.at = rc == 0 && at ? *at : 0;
+		s->ahead.tf.rc = rc;
+	}
 	return rc;
 }
 

@@ -69,6 +69,8 @@ _Static_assert(ST_PUSH_AHEAD_LK == LOCKED_TWIN(ST_PUSH_AHEAD), "twin");
  * statement may separate from the read, still sees the store as it is.
  */
 #define AHEAD_NS 1000000
+/* a message read larger than this is not kept for the next read */
+#define AHEAD_MSG_MAX (1 << 20)
 /* a statement sent whose answer is not read yet (pg_pipe.c) */
 struct pend {
 	enum stmt id;     /* ST__N: the text */
@@ -138,6 +140,19 @@ struct store {
 		bool hdup;
 		struct hash128 h;
 		int64_t lo, hi, off, at;
+		/* the last txn_find asked and its answer */
+		struct {
+			bool on, highest, has_at;
+			struct hash128 h;
+			int64_t pid, lo, hi, off, at;
+			int rc;
+		} tf;
+		/* the last msg_scan of one message (its result kept) */
+		struct {
+			bool on, payload;
+			int64_t pid, from;
+			PGresult *r;
+		} ms;
 	} ahead;
 	/* appends of this transaction not sent yet, as the elements of
 	 * the binary arrays of ST_MSG_APPEND_MANY (pg_log.c): key, time,
@@ -214,6 +229,7 @@ int pg_push_ahead(struct store *s, const char *queue, const char *part,
     const struct hash128 *h);
 int pg_pop_ahead(struct store *s, const char *queue, const char *group);
 void ahead_mark(struct store *s);
+void ahead_keep(struct store *s);
 bool ahead_ok(struct store *s);
 int pg_notify(struct store *s, int64_t qid, int64_t pid);
 int pg_part_maint(struct store *s, int64_t now, int limit, part_row_cb cb,
