@@ -391,6 +391,33 @@ test_dedup_race(void)
 	fix_close(&f);
 }
 
+/*
+ * Rows read ahead of a call answer only that call's own lookups: a later
+ * call (another FUSE request) sees what another handle changed meanwhile,
+ * though no statement went out between.
+ */
+static void
+test_ahead_ages(void)
+{
+	struct fix f;
+	struct queen *a = fix_open(&f, "pgm-ahead");
+	struct queen *b = open_other(&f, NULL);
+	const char *key[] = { "max_message_bytes" }, *val[] = { "10" };
+	int64_t v = 0;
+
+	is_int(push1(a, "aq", NULL, "m1", "one"), 1, "ahead: pushed");
+	is_int(queen_push_is_dup(a, "aq", QUEEN_DEFAULT_PARTITION, "m1"), 0,
+	    "ahead: m1 is a duplicate-to-be (its rows read ahead)");
+	is_int(queen_config_set(b, "aq", NULL, key, val, 1), 0,
+	    "ahead: b lowers max_message_bytes");
+	usleep(5000);
+	is_int(queen_config_get(a, "aq", NULL, "max_message_bytes", &v), 0,
+	    "ahead: a asks again");
+	is_int(v, 10, "ahead: a sees b's limit");
+	queen_close(b);
+	fix_close(&f);
+}
+
 /* Two processes create the same queue, partition and group at once. */
 static int
 race_child(struct fix *f, int start, int who)
@@ -870,6 +897,7 @@ main(void)
 	test_processes();
 	test_create_race();
 	test_dedup_race();
+	test_ahead_ages();
 	test_events();
 	test_maint_locks();
 	test_migrate();
