@@ -286,14 +286,13 @@ test_expect_success 'no confirmed ack is delivered again, also once the leases r
 	EOF
 '
 
-# Kept as a known breakage (docs/postgresql.md, "A push and an ack that
-# commit at once"): seen once in about a dozen runs, under make check-pg
-# on a loaded machine: one confirmed push, in the log on the new primary,
-# was not delivered (next answered ENODATA), its push within 30 ms of an
-# ack of the same partition's previous message through the other mount.
+# Once seen failing in about a dozen runs on a loaded machine: a confirmed
+# push, in the log on the new primary, was not delivered (next answered
+# ENODATA), its push within 30 ms of an ack of the same partition's
+# previous message through the other mount, which left the cursor asleep.
 # The tick now wakes such a cursor within a second (t-pgmulti checks that
-# repair); this case stays a TODO until enough runs pass with it.
-test_expect_failure 'every confirmed push is delivered by the end' '
+# repair).
+test_expect_success 'every confirmed push is delivered by the end' '
 	test_is 0 "$(stat_of "$A/queues/fo/stats" depth)" depth &&
 	"$PYTHON3" - <<-\EOF
 	import glob, sys
