@@ -271,6 +271,9 @@ pg_msg_append(struct store *s, int64_t pid, int64_t off, int64_t at,
 			return rc;
 		}
 		s->ab.n++;
+		/* a write, though nothing went out yet: what was read
+		 * ahead may no longer be what the store holds */
+		s->ahead.valid = false;
 		if (s->pf.pid == pid)
 			pf_put(s, h);
 		if (s->ab.n >= AB_ROWS || s->ab.len[4] >= AB_BYTES)
