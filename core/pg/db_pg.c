@@ -312,10 +312,15 @@ static const struct stmt_def sql[ST__N] = {
 	/* first key, last key */
 	[ST_MSG_DELETE_PART] = { "msg_delete_part",
 	    "DELETE FROM messages WHERE id >= $1 AND id <= $2" },
-	/* hash, lo key, hi key */
+	/* hash, lo key, hi key, the partition's last key: the lowest row,
+	 * and the message after it (an ack's next question) */
 	[ST_TXN_FIND_LO] = { "txn_find_lo",
-	    "SELECT id, created_at FROM txns WHERE hash = $1 "
-	    "AND id >= $2 AND id <= $3 ORDER BY id LIMIT 1" },
+	    "SELECT d.id, d.created_at, n.id, n.created_at FROM (SELECT id, "
+	    "created_at FROM txns WHERE hash = $1 AND id >= $2 AND id <= $3 "
+	    "ORDER BY id LIMIT 1) d LEFT JOIN LATERAL (SELECT id, created_at "
+	    "FROM messages WHERE id > d.id AND id <= $4 ORDER BY id LIMIT 1) n "
+	    "ON true" },
+	/* hash, lo key, hi key */
 	[ST_TXN_FIND_HI] = { "txn_find_hi",
 	    "SELECT id, created_at FROM txns WHERE hash = $1 "
 	    "AND id >= $2 AND id <= $3 ORDER BY id DESC LIMIT 1" },

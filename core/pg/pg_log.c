@@ -400,6 +400,16 @@ pg_msg_next(struct store *s, int64_t pid, int64_t after, int64_t *off,
 	struct args a = { 0 };
 	int rc;
 
+	if (ahead_ok(s) && s->ahead.mn.on && s->ahead.mn.pid == pid &&
+	    s->ahead.mn.after == after) {
+		/* read with the hash row of the message after which */
+		if (!s->ahead.mn.off)
+			return -ENOENT;
+		*off = s->ahead.mn.off;
+		if (at)
+			*at = s->ahead.mn.at;
+		return 0;
+	}
 	a_int(&a, PB(pid) + (after < 0 ? 0 : after));
 	a_int(&a, PB(pid) + MAX_OFFSET);
 	if ((rc = two_ints(s, ST_MSG_NEXT, &a, off, at)) == 0)
@@ -434,6 +444,36 @@ pg_msg_purge(struct store *s, int64_t pid, int64_t upto, int64_t limit,
     int64_t *deleted)
 {
 	return purge_range(s, ST_MSG_PURGE, pid, upto, limit, deleted);
+}
+
+/*
+ * The lowest hash row, and the message after it kept for the msg_next
+ * that follows (an ack's cursor refresh asks for it next).
+ */
+static int
+find_lo(struct store *s, int64_t pid, const struct args *a, int64_t *off,
+    int64_t *at)
+{
+	PGresult *r;
+	int rc;
+
+	if (!(r = exec(s, ST_TXN_FIND_LO, a, &rc)))
+		return rc;
+	if (PQntuples(r) == 0) {
+		PQclear(r);
+		return -ENOENT;
+	}
+	*off = col_int(r, 0, 0) - PB(pid);
+	if (at)
+		*at = col_int(r, 0, 1);
+	ahead_keep(s);
+	s->ahead.mn.on = true;
+	s->ahead.mn.pid = pid;
+	s->ahead.mn.after = *off;
+	s->ahead.mn.off = PQgetisnull(r, 0, 2) ? 0 : col_int(r, 0, 2) - PB(pid);
+	s->ahead.mn.at = col_int(r, 0, 3);
+	PQclear(r);
+	return 0;
 }
 
 int
@@ -472,10 +512,14 @@ pg_txn_find(struct store *s, int64_t pid, const struct hash128 *h,
 	a_bytes(&a, h->b, 16);
 	a_int(&a, PB(pid) + lo);
 	a_int(&a, PB(pid) + hi);
-	rc = two_ints(s, highest ? ST_TXN_FIND_HI : ST_TXN_FIND_LO, &a, off,
-	    at);
-	if (rc == 0)
-		*off -= PB(pid);
+	if (highest) {
+		rc = two_ints(s, ST_TXN_FIND_HI, &a, off, at);
+		if (rc == 0)
+			*off -= PB(pid);
+	} else {
+		a_int(&a, PB(pid) + MAX_OFFSET);
+		rc = find_lo(s, pid, &a, off, at);
+	}
 	if (rc == 0 || rc == -ENOENT) {
 		/* the lookup of a name is followed by its read */
 		ahead_keep(s);

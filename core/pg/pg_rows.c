@@ -29,7 +29,7 @@ ahead_mark(struct store *s)
 	s->ahead.read_ns = s->in_tx ? 0 : mono_ns();
 	s->ahead.hq = s->ahead.hp = s->ahead.hg = s->ahead.hc = false;
 	s->ahead.plock = s->ahead.hdup = false;
-	s->ahead.tf.on = s->ahead.ms.on = false;
+	s->ahead.tf.on = s->ahead.ms.on = s->ahead.mn.on = false;
 }
 
 /* Add to what is read ahead, or start afresh if that is gone. */

@@ -147,6 +147,12 @@ struct store {
 			int64_t pid, lo, hi, off, at;
 			int rc;
 		} tf;
+		/* the message after the one the last lowest txn_find
+		 * found (off 0: none) */
+		struct {
+			bool on;
+			int64_t pid, after, off, at;
+		} mn;
 		/* the last msg_scan of one message (its result kept) */
 		struct {
 			bool on, payload;
