@@ -427,7 +427,9 @@ do_pop(struct hctx *h, const char *queue, const char *partition)
 	if (h->q->http_pop_maint || !queen_name_valid(queue) ||
 	    (pr.partition && !queen_name_valid(pr.partition)))
 		goto empty;
-	rc = queen_queue_get(h->q, queue, &qi);
+	/* a group's first pop fixes its start, on a queue that exists;
+	 * queue mode needs no look first (no queue: the pop says ENOENT) */
+	rc = pr.group ? queen_queue_get(h->q, queue, &qi) : 0;
 	if (rc == 0 && pr.group && (rc = group_start(h, queue, pr.group)) != 0)
 		return refuse_rc(h, rc);
 	rc = rc == 0 ? queen_pop(h->q, &pr, &bs[0]) : rc;
