@@ -95,6 +95,11 @@ resolve_target(struct queen *q, const struct queen_ack_item *it,
 	int rc;
 
 	if (it->partition_uuid && it->partition_uuid[0]) {
+		const char *gname = it->group ? it->group : QUEEN_QUEUE_MODE;
+
+		if (q->ops->ack_ahead &&
+		    (rc = q->ops->ack_ahead(q->st, it->partition_uuid, gname)))
+			return rc;
 		rc = q->ops->part_by_uuid(q->st, it->partition_uuid, p);
 		if (rc == -ENOENT)
 			return queen_err(q, -ENOENT, "no partition with id "
@@ -112,6 +117,28 @@ resolve_target(struct queen *q, const struct queen_ack_item *it,
 		return queen_err(q, -EINVAL, "partitionId is required");
 	}
 	return group_load(q, qr, it->group, true, g);
+}
+
+/* The hashes of a unit's items, looked up in one go where the store can. */
+static int
+find_many(struct queen *q, const struct queen_ack_item *items,
+    const struct unit *u, int64_t lo, int64_t hi)
+{
+	struct hash128 *h = calloc(u->n, sizeof(*h));
+	size_t i, k = 0;
+	int rc;
+
+	if (!h)
+		return -ENOMEM;
+	for (i = 0; i < u->n; i++) {
+		const struct queen_ack_item *it = &items[u->idx[i]];
+
+		if (it->txid && it->txid[0])
+			hash_txid(it->txid, &h[k++]);
+	}
+	rc = k > 1 ? q->ops->txn_find_many(q->st, u->p.id, h, k, lo, hi) : 0;
+	free(h);
+	return rc;
 }
 
 /*
@@ -144,6 +171,9 @@ ack_unit(struct queen *q, const struct queen_ack_item *items,
 	lo = c.committed + 1 > u->p.txns_start ? c.committed + 1 :
 	    u->p.txns_start;
 	hi = live ? c.batch_end : u->p.tail;
+	if (q->ops->txn_find_many && u->n > 1 &&
+	    (rc = find_many(q, items, u, lo, hi)) != 0)
+		goto out;
 	for (i = 0; i < u->n; i++) {
 		const struct queen_ack_item *it = &items[u->idx[i]];
 		struct queen_ack_result *r = &res[u->idx[i]];

@@ -249,6 +249,11 @@ struct store_ops {
 	 * until the call ends (its savepoint or transaction) */
 	int (*txn_prefetch)(struct store *st, int64_t part_id,
 	    const struct hash128 *h, size_t n, int64_t lo);
+	/* optional: the lowest rows of the n hashes in part_id's [lo, hi]
+	 * are about to be asked of txn_find, one by one (an ack of many);
+	 * the store may read them at once and answer those asks from it */
+	int (*txn_find_many)(struct store *st, int64_t part_id,
+	    const struct hash128 *h, size_t n, int64_t lo, int64_t hi);
 	/* optional: a push to queue's partition part (dedup hash h, or
 	 * NULL) is about to read the queue's row, the partition's (locked
 	 * in a transaction) and h in its dedup window; the store may read
@@ -259,6 +264,10 @@ struct store_ops {
 	/* optional, the same for a call about to read a queue's row and
 	 * then its group's (a pop) */
 	int (*pop_ahead)(struct store *st, const char *queue, const char *g);
+	/* optional, the same for an ack about to read the partition of a
+	 * uuid, its queue's row and its group's */
+	int (*ack_ahead)(struct store *st, const char *part_uuid,
+	    const char *group);
 	/* delete hash rows with offset <= upto, at most limit of them */
 	int (*txn_purge)(struct store *st, int64_t part_id, int64_t upto,
 	    int64_t limit, int64_t *deleted);

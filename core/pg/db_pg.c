@@ -273,6 +273,13 @@ static const struct stmt_def sql[ST__N] = {
 	    "SELECT " QUEUE_Q_COLS ", " GROUP_G_COLS " FROM queues q "
 	    "LEFT JOIN groups g ON g.queue_id = q.id AND g.name = $2 "
 	    "WHERE q.name = $1" },
+	/* partition uuid, group name: the partition (columns from 0), its
+	 * queue (10) and the group (31), if any */
+	[ST_ACK_AHEAD] = { "ack_ahead",
+	    "SELECT " PART_P_COLS ", " QUEUE_Q_COLS ", " GROUP_G_COLS
+	    " FROM partitions p JOIN queues q ON q.id = p.queue_id "
+	    "LEFT JOIN groups g ON g.queue_id = q.id AND g.name = $2 "
+	    "WHERE p.uuid = $1" },
 	/* key, created_at, txid, trace_id, payload */
 	[ST_MSG_APPEND] = { "msg_append",
 	    "INSERT INTO messages (id, created_at, txid, trace_id, payload) "
@@ -324,6 +331,11 @@ static const struct stmt_def sql[ST__N] = {
 	[ST_TXN_FIND_HI] = { "txn_find_hi",
 	    "SELECT id, created_at FROM txns WHERE hash = $1 "
 	    "AND id >= $2 AND id <= $3 ORDER BY id DESC LIMIT 1" },
+	/* lo key, hi key, hashes (bytea[]): each one's lowest row */
+	[ST_TXN_FIND_MANY] = { "txn_find_many",
+	    "SELECT DISTINCT ON (hash) hash, id, created_at FROM txns "
+	    "WHERE id >= $1 AND id <= $2 AND hash = ANY($3) "
+	    "ORDER BY hash, id" },
 	/* lo key, hi key, hashes (bytea[]) */
 	[ST_TXN_PREFETCH] = { "txn_prefetch",
 	    "SELECT DISTINCT hash FROM txns WHERE id >= $1 AND id <= $2 "
@@ -599,6 +611,7 @@ pg_close(struct store *s)
 	free(s->conninfo);
 	free(s->pf.set);
 	PQclear(s->ahead.ms.r);
+	free(s->ahead.lw.v);
 	for (int k = 0; k < AB_COLS; k++)
 		free(s->ab.b[k]);
 	free(s->seen);
@@ -1259,8 +1272,10 @@ static const struct store_ops pg_ops = {
 	.msg_purge = pg_msg_purge,
 	.txn_find = pg_txn_find,
 	.txn_prefetch = pg_txn_prefetch,
+	.txn_find_many = pg_txn_find_many,
 	.push_ahead = pg_push_ahead,
 	.pop_ahead = pg_pop_ahead,
+	.ack_ahead = pg_ack_ahead,
 	.txn_time = pg_txn_time,
 	.txn_purge = pg_txn_purge,
 	.dlq_insert = pg_dlq_insert,

@@ -92,13 +92,104 @@ pf_absent(const struct store *s, int64_t pid, const struct hash128 *h,
  * the call ends only its own appends add hash rows, and pg_msg_append
  * notes them.  The hashes go as one binary bytea[].
  */
+/* The n hashes as one binary bytea[] (*len bytes), to free; NULL: ENOMEM. */
+static unsigned char *
+hash_array(const struct hash128 *h, size_t n, size_t *len)
+{
+	unsigned char *arr, *p;
+	size_t i;
+
+	*len = 20 + 20 * n;
+	if (!(arr = malloc(*len)))
+		return NULL;
+	p = arr;
+	put32(&p, 1);  /* dimensions */
+	put32(&p, 0);  /* no NULLs */
+	put32(&p, 17); /* of bytea */
+	put32(&p, (uint32_t)n);
+	put32(&p, 1); /* lower bound */
+	for (i = 0; i < n; i++) {
+		put32(&p, 16);
+		memcpy(p, h[i].b, 16);
+		p += 16;
+	}
+	return arr;
+}
+
+static int
+lowest_cmp(const void *a, const void *b)
+{
+	return memcmp(&((const struct lowest *)a)->h,
+	    &((const struct lowest *)b)->h, sizeof(struct hash128));
+}
+
+/*
+ * The lowest rows of n hashes in [lo, hi] of pid, in one statement, kept
+ * (s->ahead.lw, sorted by hash) for the txn_find calls of an ack of many
+ * that follow; a hash not found there is not in the range.
+ */
+int
+pg_txn_find_many(struct store *s, int64_t pid, const struct hash128 *h,
+    size_t n, int64_t lo, int64_t hi)
+{
+	struct args a = { 0 };
+	unsigned char *arr;
+	size_t len, i, k;
+	PGresult *r;
+	int rc;
+
+	if (lo < 1)
+		lo = 1;
+	if (hi > MAX_OFFSET)
+		hi = MAX_OFFSET;
+	if (n < 2 || n > 65536 || lo > hi)
+		return 0;
+	if (!(arr = hash_array(h, n, &len)))
+		return -ENOMEM;
+	a_int(&a, PB(pid) + lo);
+	a_int(&a, PB(pid) + hi);
+	a_bytes(&a, arr, len);
+	r = exec(s, ST_TXN_FIND_MANY, &a, &rc);
+	free(arr);
+	if (!r)
+		return rc;
+	k = (size_t)PQntuples(r);
+	if (k > s->ahead.lw.cap) {
+		struct lowest *v = realloc(s->ahead.lw.v, k * sizeof(*v));
+
+		if (!v) {
+			PQclear(r);
+			return 0; /* asked one by one, then */
+		}
+		s->ahead.lw.v = v;
+		s->ahead.lw.cap = k;
+	}
+	for (i = 0, n = 0; i < k; i++) {
+		if (PQgetlength(r, (int)i, 0) != 16)
+			continue;
+		memcpy(s->ahead.lw.v[n].h.b, PQgetvalue(r, (int)i, 0), 16);
+		s->ahead.lw.v[n].off = col_int(r, (int)i, 1) - PB(pid);
+		s->ahead.lw.v[n].at = col_int(r, (int)i, 2);
+		n++;
+	}
+	PQclear(r);
+	qsort(s->ahead.lw.v, n, sizeof(*s->ahead.lw.v), lowest_cmp);
+	ahead_keep(s);
+	s->ahead.lw.on = true;
+	s->ahead.lw.pid = pid;
+	s->ahead.lw.lo = lo;
+	s->ahead.lw.hi = hi;
+	s->ahead.lw.n = n;
+	return 0;
+}
+
 int
 pg_txn_prefetch(struct store *s, int64_t pid, const struct hash128 *h, size_t n,
     int64_t lo)
 {
 	struct args a = { 0 };
-	unsigned char *arr, *p;
-	size_t cap, i, len = 20 + 20 * n;
+	unsigned char *arr;
+	size_t cap, i, len;
 	PGresult *r;
 	int rc;
 
@@ -115,19 +206,8 @@ pg_txn_prefetch(struct store *s, int64_t pid, const struct hash128 *h, size_t n,
 		s->pf.set = v;
 		s->pf.cap = cap;
 	}
-	if (!(arr = malloc(len)))
+	if (!(arr = hash_array(h, n, &len)))
 		return -ENOMEM;
-	p = arr;
-	put32(&p, 1);  /* dimensions */
-	put32(&p, 0);  /* no NULLs */
-	put32(&p, 17); /* of bytea */
-	put32(&p, (uint32_t)n);
-	put32(&p, 1); /* lower bound */
-	for (i = 0; i < n; i++) {
-		put32(&p, 16);
-		memcpy(p, h[i].b, 16);
-		p += 16;
-	}
 	if (lo < 1)
 		lo = 1;
 	a_int(&a, PB(pid) + lo);
@@ -498,6 +578,21 @@ pg_txn_find(struct store *s, int64_t pid, const struct hash128 *h,
 		*off = s->ahead.off;
 		if (at)
 			*at = s->ahead.at;
+		return 0;
+	}
+	if (!highest && ahead_ok(s) && s->ahead.lw.on &&
+	    s->ahead.lw.pid == pid && s->ahead.lw.lo == lo &&
+	    s->ahead.lw.hi == hi) {
+		struct lowest key, *f;
+
+		key.h = *h;
+		f = bsearch(&key, s->ahead.lw.v, s->ahead.lw.n, sizeof(key),
+		    lowest_cmp);
+		if (!f)
+			return -ENOENT;
+		*off = f->off;
+		if (at)
+			*at = f->at;
 		return 0;
 	}
 	if (ahead_ok(s) && s->ahead.tf.on && s->ahead.tf.pid == pid &&

@@ -30,6 +30,7 @@ ahead_mark(struct store *s)
 	s->ahead.hq = s->ahead.hp = s->ahead.hg = s->ahead.hc = false;
 	s->ahead.plock = s->ahead.hdup = false;
 	s->ahead.tf.on = s->ahead.ms.on = s->ahead.mn.on = false;
+	s->ahead.lw.on = false;
 }
 
 /* Add to what is read ahead, or start afresh if that is gone. */
@@ -714,6 +715,41 @@ pg_pop_ahead(struct store *s, const char *queue, const char *group)
 		s->ahead.hg = !PQgetisnull(r, 0, 21);
 		if (s->ahead.hg)
 			read_group(r, 0, 21, &s->ahead.g);
+	}
+	PQclear(r);
+	return 0;
+}
+
+/*
+ * Ahead of an ack: its partition, queue and group, unless what was read
+ * ahead holds them already (the ack after a lookup of its lease, or the
+ * next item of a batch ack).
+ */
+int
+pg_ack_ahead(struct store *s, const char *uuid, const char *group)
+{
+	struct args a = { 0 };
+	PGresult *r;
+	int rc;
+
+	if (ahead_ok(s) && s->ahead.hp && s->ahead.hq && s->ahead.hg &&
+	    strcmp(s->ahead.p.uuid, uuid) == 0 &&
+	    s->ahead.q.id == s->ahead.p.queue_id &&
+	    s->ahead.g.queue_id == s->ahead.q.id &&
+	    strcmp(s->ahead.g.name, group) == 0)
+		return 0;
+	a_text(&a, uuid);
+	a_text(&a, group);
+	if (!(r = exec(s, ST_ACK_AHEAD, &a, &rc)))
+		return rc;
+	if (PQntuples(r) == 1) {
+		read_part(r, 0, 0, &s->ahead.p);
+		read_queue(r, 0, 10, &s->ahead.q);
+		ahead_mark(s);
+		s->ahead.hp = s->ahead.hq = true;
+		s->ahead.hg = !PQgetisnull(r, 0, 31);
+		if (s->ahead.hg)
+			read_group(r, 0, 31, &s->ahead.g);
 	}
 	PQclear(r);
 	return 0;

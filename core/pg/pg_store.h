@@ -34,11 +34,11 @@ enum stmt {
 	ST_CUR_LIST_GROUP, ST_CUR_LIST_GROUP_LK, ST_CUR_LIST_PART,
 	ST_CUR_LIST_PART_LK, ST_CUR_WAKE, ST_CUR_DEL_GROUP, ST_CUR_MIN,
 	ST_CUR_LEASE_ROWS, ST_CUR_REPAIR, ST_PUSH_AHEAD, ST_PUSH_AHEAD_LK,
-	ST_POP_AHEAD,
+	ST_POP_AHEAD, ST_ACK_AHEAD,
 	ST_MSG_APPEND, ST_MSG_APPEND_MANY, ST_TXN_APPEND, ST_MSG_SCAN, ST_MSG_SCAN_META,
 	ST_MSG_TIME, ST_MSG_NEXT, ST_MSG_COUNT, ST_MSG_PURGE,
 	ST_MSG_DELETE_PART,
-	ST_TXN_FIND_LO, ST_TXN_FIND_HI, ST_TXN_PREFETCH, ST_TXN_TIME,
+	ST_TXN_FIND_LO, ST_TXN_FIND_HI, ST_TXN_FIND_MANY, ST_TXN_PREFETCH, ST_TXN_TIME,
 	ST_TXN_PURGE, ST_TXN_DELETE_PART,
 	ST_DLQ_INSERT, ST_DLQ_LIST, ST_DLQ_LIST_META, ST_DLQ_GET, ST_DLQ_GET_META,
 	ST_DLQ_COUNT, ST_DLQ_DELETE,
@@ -71,6 +71,10 @@ _Static_assert(ST_PUSH_AHEAD_LK == LOCKED_TWIN(ST_PUSH_AHEAD), "twin");
 #define AHEAD_NS 1000000
 /* a message read larger than this is not kept for the next read */
 #define AHEAD_MSG_MAX (1 << 20)
+struct lowest {
+	struct hash128 h;
+	int64_t off, at;
+};
 /* a statement sent whose answer is not read yet (pg_pipe.c) */
 struct pend {
 	enum stmt id;     /* ST__N: the text */
@@ -153,6 +157,14 @@ struct store {
 			bool on;
 			int64_t pid, after, off, at;
 		} mn;
+		/* the lowest rows of many hashes in pid's [lo, hi], by
+		 * hash (txn_find_many): those not here are not there */
+		struct {
+			bool on;
+			int64_t pid, lo, hi;
+			struct lowest *v;
+			size_t n, cap;
+		} lw;
 		/* the last msg_scan of one message (its result kept) */
 		struct {
 			bool on, payload;
@@ -234,6 +246,7 @@ int pg_cursor_repair(struct store *s, int64_t now, int64_t *woken);
 int pg_push_ahead(struct store *s, const char *queue, const char *part,
     const struct hash128 *h);
 int pg_pop_ahead(struct store *s, const char *queue, const char *group);
+int pg_ack_ahead(struct store *s, const char *uuid, const char *group);
 void ahead_mark(struct store *s);
 void ahead_keep(struct store *s);
 bool ahead_ok(struct store *s);
@@ -274,6 +287,8 @@ int pg_txn_find(struct store *s, int64_t pid, const struct hash128 *h,
     int64_t lo, int64_t hi, bool highest, int64_t *off, int64_t *at);
 int pg_txn_prefetch(struct store *s, int64_t pid, const struct hash128 *h,
     size_t n, int64_t lo);
+int pg_txn_find_many(struct store *s, int64_t pid, const struct hash128 *h,
+    size_t n, int64_t lo, int64_t hi);
 void pg_prefetch_end(struct store *s);
 int pg_append_flush(struct store *s);
 void pg_append_drop(struct store *s);
