@@ -160,6 +160,8 @@ pg_txn_prefetch(struct store *s, int64_t pid, const struct hash128 *h, size_t n,
  * statement of arrays, ahead of whatever the transaction sends next
  * (pg_pipe.c's send); a rollback drops them.  A run of pushes to one
  * partition then costs the server one statement, not two a message.
+ * A message over AB_ONE_MAX goes as two statements of its own (after
+ * the buffered ones, which send() puts first), from the caller's bytes.
  */
 static int
 ab_put(struct store *s, int k, const void *data, size_t len, bool null)
@@ -252,7 +254,7 @@ pg_msg_append(struct store *s, int64_t pid, int64_t off, int64_t at,
 	struct args a = { 0 }, b = { 0 };
 	int rc;
 
-	if (s->in_tx) {
+	if (s->in_tx && len <= AB_ONE_MAX) {
 		size_t was[AB_COLS];
 		bool nul[AB_COLS];
 
