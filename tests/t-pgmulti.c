@@ -489,16 +489,18 @@ hwm_reset(void)
  * buffered, it is not.  libpq's send buffer holds one copy of it while
  * it goes out, and keeps that buffer: no other copy is made (at its peak,
  * and after) than that one, and all arrive in order, intact (the second
- * small one is still buffered when the big one goes out).
+ * small one is still buffered when the big one goes out).  The same for
+ * a big traceId (trace), which no limit bounds.
  */
 #define BIG (12 << 20)
 #define NBIG 4
 static void
-test_big_append(void)
+test_big_append(bool trace)
 {
 	static const char *const txid[NBIG] = { "s0", "s1", "b1", "s2" };
 	struct fix f;
-	struct queen *q = fix_open(&f, "pgm-big");
+	struct queen *q = fix_open(&f, trace ? "pgm-bigtrace" : "pgm-big");
+	const char *what = trace ? "bigtrace" : "big";
 	const char *key[] = { "max_message_bytes" }, *val[] = { "16777216" };
 	struct queen_push_item it[NBIG];
 	struct queen_push_result res[NBIG];
@@ -508,20 +510,22 @@ test_big_append(void)
 	char *big;
 	int rc, i, good;
 
-	is_int(push1(q, "big", NULL, "w", "warm"), 1, "big: a first push");
+	is_int(push1(q, "big", NULL, "w", "warm"), 1, "%s: a first push", what);
 	is_int(queen_config_set(q, "big", NULL, key, val, 1), 0,
-	    "big: max_message_bytes 16 MiB");
+	    "%s: max_message_bytes 16 MiB", what);
 	malloc_trim(0);
 	rss0 = status_kib("VmRSS");
-	if (!(big = malloc(BIG)))
+	if (!(big = malloc(BIG + 1)))
 		exit(1);
 	memset(big, 'b', BIG);
+	big[BIG] = '\0';
 	memset(it, 0, sizeof(it));
 	for (i = 0; i < NBIG; i++) {
 		it[i].queue = "big";
 		it[i].txid = txid[i];
-		it[i].payload = i == 2 ? big : txid[i];
-		it[i].len = i == 2 ? BIG : 2;
+		it[i].payload = i == 2 && !trace ? big : txid[i];
+		it[i].len = i == 2 && !trace ? BIG : 2;
+		it[i].trace_id = i == 2 && trace ? big : NULL;
 	}
 	hwm_reset();
 	hwm0 = status_kib("VmHWM");
@@ -530,36 +534,37 @@ test_big_append(void)
 	free(big);
 	malloc_trim(0);
 	rss1 = status_kib("VmRSS");
-	is_int(rc, 0, "big: the four pushed in one call");
+	is_int(rc, 0, "%s: the four pushed in one call", what);
 	if (meaningful) {
-		diag("big: %d kB pushed, %ld kB more at the peak, %ld kB kept",
-		    BIG >> 10, hwm1 - hwm0, rss1 - rss0);
+		diag("%s: %d kB pushed, %ld kB more at the peak, %ld kB kept",
+		    what, BIG >> 10, hwm1 - hwm0, rss1 - rss0);
 		ok(hwm1 - hwm0 < (BIG >> 10) * 3 / 2,
-		    "big: one copy more at most while it goes out (%ld kB)",
-		    hwm1 - hwm0);
+		    "%s: one copy more at most while it goes out (%ld kB)",
+		    what, hwm1 - hwm0);
 		ok(rss1 - rss0 < (BIG >> 10) * 3 / 2,
-		    "big: one copy kept at most after it (%ld kB)",
+		    "%s: one copy kept at most after it (%ld kB)", what,
 		    rss1 - rss0);
 	} else {
 		skip(2, "the resident set says nothing here");
 	}
 	rc = queen_msg_read(q, "big", NULL, 2, 10, true, &b);
-	ok(rc == 0 && b && b->n == NBIG, "big: offsets 2 to 5 read back (%d)",
-	    rc);
+	ok(rc == 0 && b && b->n == NBIG, "%s: offsets 2 to 5 read back (%d)",
+	    what, rc);
 	for (i = 0, good = 0; rc == 0 && b && i < (int)b->n && i < NBIG; i++) {
-		const char *p = b->msgs[i].payload;
-		size_t len = i == 2 ? BIG : 2;
+		const struct queen_msg *m = &b->msgs[i];
+		const char *p = m->payload, *t = m->trace_id;
+		bool one = i == 2 && !trace, tr = i == 2 && trace;
 
-		good += b->msgs[i].offset == i + 2 &&
-		    strcmp(b->msgs[i].txid, txid[i]) == 0 &&
-		    b->msgs[i].len == len &&
-		    (i == 2 ? p[0] == 'b' && p[BIG - 1] == 'b' :
-			      memcmp(p, txid[i], 2) == 0);
+		good += m->offset == i + 2 && strcmp(m->txid, txid[i]) == 0 &&
+		    m->len == (one ? BIG : 2) &&
+		    (one ? p[0] == 'b' && p[BIG - 1] == 'b' :
+			   memcmp(p, txid[i], 2) == 0) &&
+		    (tr ? t && strlen(t) == BIG : !t);
 	}
-	is_int(good, NBIG, "big: each in its place, whole");
+	is_int(good, NBIG, "%s: each in its place, whole", what);
 	queen_batch_free(b);
 	is_int(queen_push_is_dup(q, "big", QUEEN_DEFAULT_PARTITION, "b1"), 0,
-	    "big: its hash row is there");
+	    "%s: its hash row is there", what);
 	fix_close(&f);
 }
 
@@ -1043,7 +1048,8 @@ main(void)
 	test_create_race();
 	test_dedup_race();
 	test_ahead_ages();
-	test_big_append();
+	test_big_append(false);
+	test_big_append(true);
 	test_events();
 	test_maint_locks();
 	test_migrate();
