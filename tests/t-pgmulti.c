@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <libpq-fe.h>
+#include <malloc.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -21,6 +22,18 @@
 
 #define Q "multi"
 #define NMSG 60
+
+/* under a sanitizer the resident set says nothing of the heap */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define RSS_MEANS_NOTHING 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define RSS_MEANS_NOTHING 1
+#endif
+#endif
+#ifndef RSS_MEANS_NOTHING
+#define RSS_MEANS_NOTHING 0
+#endif
 
 static int64_t
 my_clock(void *arg)
@@ -415,6 +428,143 @@ test_ahead_ages(void)
 	    "ahead: a asks again");
 	is_int(v, 10, "ahead: a sees b's limit");
 	queen_close(b);
+	fix_close(&f);
+}
+
+/* A line of /proc/self/status in kB ("VmRSS", "VmHWM"); -1 if none. */
+static long
+status_kib(const char *key)
+{
+	FILE *fp = fopen("/proc/self/status", "r");
+	char line[256];
+	size_t kl = strlen(key);
+	long v = -1;
+
+	while (fp && fgets(line, sizeof(line), fp)) {
+		if (strncmp(line, key, kl) == 0 && line[kl] == ':') {
+			v = strtol(line + kl + 1, NULL, 10);
+			break;
+		}
+	}
+	if (fp)
+		fclose(fp);
+	return v;
+}
+
+/* false under valgrind or a sanitizer, or without VmHWM to reset */
+static bool
+rss_meaningful(void)
+{
+	char line[512];
+	bool vg = false;
+	FILE *fp;
+
+	if (RSS_MEANS_NOTHING)
+		return false;
+	if ((fp = fopen("/proc/self/maps", "r")) != NULL) {
+		while (!vg && fgets(line, sizeof(line), fp))
+			vg = strstr(line, "vgpreload") != NULL;
+		fclose(fp);
+	}
+	if (vg || !(fp = fopen("/proc/self/clear_refs", "w")))
+		return false;
+	fclose(fp);
+	return status_kib("VmHWM") > 0;
+}
+
+/* Start VmHWM again from the resident set now. */
+static void
+hwm_reset(void)
+{
+	FILE *fp = fopen("/proc/self/clear_refs", "w");
+
+	if (fp) {
+		fputs("5", fp);
+		fclose(fp);
+	}
+}
+
+/*
+ * A big message in a push of several: the small ones around it are
+ * buffered, it is not.  libpq's send buffer holds one copy of it while
+ * it goes out, and keeps that buffer: no other copy is made (at its peak,
+ * and after) than that one, and all arrive in order, intact (the second
+ * small one is still buffered when the big one goes out).  The same for
+ * a big traceId (trace), which no limit bounds.
+ */
+#define BIG (12 << 20)
+#define NBIG 4
+static void
+test_big_append(bool trace)
+{
+	static const char *const txid[NBIG] = { "s0", "s1", "b1", "s2" };
+	struct fix f;
+	struct queen *q = fix_open(&f, trace ? "pgm-bigtrace" : "pgm-big");
+	const char *what = trace ? "bigtrace" : "big";
+	const char *key[] = { "max_message_bytes" }, *val[] = { "16777216" };
+	struct queen_push_item it[NBIG];
+	struct queen_push_result res[NBIG];
+	struct queen_batch *b = NULL;
+	bool meaningful = rss_meaningful();
+	long rss0, rss1, hwm0, hwm1;
+	char *big;
+	int rc, i, good;
+
+	is_int(push1(q, "big", NULL, "w", "warm"), 1, "%s: a first push", what);
+	is_int(queen_config_set(q, "big", NULL, key, val, 1), 0,
+	    "%s: max_message_bytes 16 MiB", what);
+	malloc_trim(0);
+	rss0 = status_kib("VmRSS");
+	if (!(big = malloc(BIG + 1)))
+		exit(1);
+	memset(big, 'b', BIG);
+	big[BIG] = '\0';
+	memset(it, 0, sizeof(it));
+	for (i = 0; i < NBIG; i++) {
+		it[i].queue = "big";
+		it[i].txid = txid[i];
+		it[i].payload = i == 2 && !trace ? big : txid[i];
+		it[i].len = i == 2 && !trace ? BIG : 2;
+		it[i].trace_id = i == 2 && trace ? big : NULL;
+	}
+	hwm_reset();
+	hwm0 = status_kib("VmHWM");
+	rc = queen_push(q, it, NBIG, false, res);
+	hwm1 = status_kib("VmHWM");
+	free(big);
+	malloc_trim(0);
+	rss1 = status_kib("VmRSS");
+	is_int(rc, 0, "%s: the four pushed in one call", what);
+	if (meaningful) {
+		diag("%s: %d kB pushed, %ld kB more at the peak, %ld kB kept",
+		    what, BIG >> 10, hwm1 - hwm0, rss1 - rss0);
+		ok(hwm1 - hwm0 < (BIG >> 10) * 3 / 2,
+		    "%s: one copy more at most while it goes out (%ld kB)",
+		    what, hwm1 - hwm0);
+		ok(rss1 - rss0 < (BIG >> 10) * 3 / 2,
+		    "%s: one copy kept at most after it (%ld kB)", what,
+		    rss1 - rss0);
+	} else {
+		skip(2, "the resident set says nothing here");
+	}
+	rc = queen_msg_read(q, "big", NULL, 2, 10, true, &b);
+	ok(rc == 0 && b && b->n == NBIG, "%s: offsets 2 to 5 read back (%d)",
+	    what, rc);
+	for (i = 0, good = 0; rc == 0 && b && i < (int)b->n && i < NBIG; i++) {
+		const struct queen_msg *m = &b->msgs[i];
+		const char *p = m->payload, *t = m->trace_id;
+		bool one = i == 2 && !trace, tr = i == 2 && trace;
+
+		good += m->offset == i + 2 && strcmp(m->txid, txid[i]) == 0 &&
+		    m->len == (one ? BIG : 2) &&
+		    (one ? p[0] == 'b' && p[BIG - 1] == 'b' :
+			   memcmp(p, txid[i], 2) == 0) &&
+		    (tr ? t && strlen(t) == BIG : !t);
+	}
+	is_int(good, NBIG, "%s: each in its place, whole", what);
+	queen_batch_free(b);
+	is_int(queen_push_is_dup(q, "big", QUEEN_DEFAULT_PARTITION, "b1"), 0,
+	    "%s: its hash row is there", what);
 	fix_close(&f);
 }
 
@@ -898,6 +1048,8 @@ main(void)
 	test_create_race();
 	test_dedup_race();
 	test_ahead_ages();
+	test_big_append(false);
+	test_big_append(true);
 	test_events();
 	test_maint_locks();
 	test_migrate();

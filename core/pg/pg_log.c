@@ -240,6 +240,9 @@ pg_txn_prefetch(struct store *s, int64_t pid, const struct hash128 *h, size_t n,
  * statement of arrays, ahead of whatever the transaction sends next
  * (pg_pipe.c's send); a rollback drops them.  A run of pushes to one
  * partition then costs the server one statement, not two a message.
+ * A message over AB_ONE_MAX (payload and traceId) goes as two statements
+ * of its own (after the buffered ones, which send() puts first), from
+ * the caller's bytes.
  */
 static int
 ab_put(struct store *s, int k, const void *data, size_t len, bool null)
@@ -330,9 +333,11 @@ pg_msg_append(struct store *s, int64_t pid, int64_t off, int64_t at,
     const struct hash128 *h)
 {
 	struct args a = { 0 }, b = { 0 };
+	size_t tl = trace ? strlen(trace) : 0;
 	int rc;
 
-	if (s->in_tx) {
+	/* a traceId has no bound of its own: it counts as payload */
+	if (s->in_tx && len <= AB_ONE_MAX && tl <= AB_ONE_MAX - len) {
 		size_t was[AB_COLS];
 		bool nul[AB_COLS];
 
@@ -341,8 +346,7 @@ pg_msg_append(struct store *s, int64_t pid, int64_t off, int64_t at,
 		if ((rc = ab_int(s, 0, PB(pid) + off)) != 0 ||
 		    (rc = ab_int(s, 1, at)) != 0 ||
 		    (rc = ab_put(s, 2, txid, strlen(txid), false)) != 0 ||
-		    (rc = ab_put(s, 3, trace, trace ? strlen(trace) : 0,
-			 !trace)) != 0 ||
+		    (rc = ab_put(s, 3, trace, tl, !trace)) != 0 ||
 		    (rc = ab_put(s, 4, payload, len, false)) != 0 ||
 		    (rc = ab_put(s, 5, h->b, 16, false)) != 0) {
 			/* no half row */
@@ -356,7 +360,8 @@ pg_msg_append(struct store *s, int64_t pid, int64_t off, int64_t at,
 		s->ahead.valid = false;
 		if (s->pf.pid == pid)
 			pf_put(s, h);
-		if (s->ab.n >= AB_ROWS || s->ab.len[4] >= AB_BYTES)
+		if (s->ab.n >= AB_ROWS ||
+		    s->ab.len[3] + s->ab.len[4] >= AB_BYTES)
 			return pg_append_flush(s);
 		return 0;
 	}

@@ -87,6 +87,10 @@ struct pend {
 #define AB_COLS 6
 #define AB_ROWS 1000
 #define AB_BYTES (4 << 20)
+/* a payload (with its traceId) larger than this goes out on its own,
+ * not buffered: the buffer and its array would be two more copies of
+ * it, the buffer kept */
+#define AB_ONE_MAX (64 << 10)
 
 struct chan {
 	int64_t queue_id;
