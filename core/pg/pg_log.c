@@ -244,6 +244,9 @@ pg_txn_prefetch(struct store *s, int64_t pid, const struct hash128 *h, size_t n,
  * of its own (after the buffered ones, which send() puts first), from
  * the caller's bytes.
  */
+/* each column's buffer: the array's header, then its elements */
+#define AB_HEAD 20
+
 static int
 ab_put(struct store *s, int k, const void *data, size_t len, bool null)
 {
@@ -252,17 +255,17 @@ ab_put(struct store *s, int k, const void *data, size_t len, bool null)
 
 	if (len > INT32_MAX)
 		return -EFBIG;
-	if (need > s->ab.cap[k]) {
+	if (AB_HEAD + need > s->ab.cap[k]) {
 		size_t cap = s->ab.cap[k] ? s->ab.cap[k] : 4096;
 
-		while (cap < need)
+		while (cap < AB_HEAD + need)
 			cap *= 2;
 		if (!(p = realloc(s->ab.b[k], cap)))
 			return -ENOMEM;
 		s->ab.b[k] = p;
 		s->ab.cap[k] = cap;
 	}
-	p = s->ab.b[k] + s->ab.len[k];
+	p = s->ab.b[k] + AB_HEAD + s->ab.len[k];
 	put32(&p, null ? UINT32_MAX : (uint32_t)len);
 	if (!null && len)
 		memcpy(p, data, len);
@@ -294,36 +297,40 @@ pg_append_drop(struct store *s)
 	s->ab.n = 0;
 }
 
-/* Send the buffered appends, if any, as one statement (not waited for). */
+/*
+ * Send the buffered appends, if any, as one statement (not waited for):
+ * libpq copies the arrays into its own buffer, and a buffer grown past
+ * AB_KEEP by a big run is given back rather than kept for the next.
+ */
 int
 pg_append_flush(struct store *s)
 {
 	static const uint32_t oid[AB_COLS] = { 20, 20, 17, 17, 17, 17 };
-	unsigned char *arr[AB_COLS] = { 0 }, *p;
 	struct args a = { 0 };
-	int k, n = s->ab.n, rc = 0;
+	unsigned char *p;
+	int k, n = s->ab.n, rc;
 
 	if (n == 0)
 		return 0;
-	for (k = 0; k < AB_COLS && rc == 0; k++) {
-		if (!(arr[k] = malloc(20 + s->ab.len[k]))) {
-			rc = -ENOMEM;
-			break;
-		}
-		p = arr[k];
+	for (k = 0; k < AB_COLS; k++) {
+		p = s->ab.b[k];
 		put32(&p, 1); /* dimensions */
 		put32(&p, s->ab.nulls[k]);
 		put32(&p, oid[k]);
 		put32(&p, (uint32_t)n);
 		put32(&p, 1); /* lower bound */
-		memcpy(p, s->ab.b[k], s->ab.len[k]);
-		a_bytes(&a, arr[k], 20 + s->ab.len[k]);
+		a_bytes(&a, s->ab.b[k], AB_HEAD + s->ab.len[k]);
 	}
+	s->ab.n = 0; /* send() must not flush them again */
+	rc = pipe_defer(s, ST_MSG_APPEND_MANY, NULL, &a);
 	pg_append_drop(s);
-	if (rc == 0)
-		rc = pipe_defer(s, ST_MSG_APPEND_MANY, NULL, &a);
-	for (k = 0; k < AB_COLS; k++)
-		free(arr[k]);
+	for (k = 0; k < AB_COLS; k++) {
+		if (s->ab.cap[k] > AB_KEEP) {
+			free(s->ab.b[k]);
+			s->ab.b[k] = NULL;
+			s->ab.cap[k] = 0;
+		}
+	}
 	return rc;
 }
 

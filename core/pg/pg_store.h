@@ -87,6 +87,7 @@ struct pend {
 #define AB_COLS 6
 #define AB_ROWS 1000
 #define AB_BYTES (4 << 20)
+#define AB_KEEP (256 << 10) /* a buffer larger is freed once sent */
 /* a payload (with its traceId) larger than this goes out on its own,
  * not buffered: the buffer and its array would be two more copies of
  * it, the buffer kept */
