@@ -595,9 +595,8 @@ pg_txn_find(struct store *s, int64_t pid, const struct hash128 *h,
 	if (!highest && ahead_ok(s) && s->ahead.lw.on &&
 	    s->ahead.lw.pid == pid && s->ahead.lw.lo == lo &&
 	    s->ahead.lw.hi == hi) {
-		struct lowest key, *f;
+		struct lowest key = { .h = *h }, *f;
 
-		key.h = *h;
 		f = bsearch(&key, s->ahead.lw.v, s->ahead.lw.n, sizeof(key),
 		    lowest_cmp);
 		if (!f)
