@@ -10,12 +10,15 @@
 # With BENCH_PG=1 (the default when a PostgreSQL server is installed) a
 # private cluster (initdb in a temp dir, unix socket only, fsync on, stopped
 # by its pid) adds queenfs-on-PostgreSQL figures: one daemon (push 1p/4p,
-# cycle 1+1, api/push 1000 items/request, round trips per operation when
-# sys/stats shows pg_round_trips), then 1, 2 and 4 daemons on one database,
+# cycle 1+1, api/push 1000 items/request, over HTTP single-item pushes on 8
+# connections and pops of 100 with their batch ack, round trips per
+# operation when sys/stats shows pg_round_trips), then 1, 2 and 4 daemons on
+# one database,
 # each on its own mount, loaded at once over 1 and over 8 partitions (total
 # push/s and cycle/s), and beside them pgbench on the same cluster running
 # the equivalent statements.  BENCH_PG=0 leaves it out.  BENCH_ONLY=pg runs
-# only those and the SQLite sync full figures they are compared with.
+# only those and the SQLite sync full figures they are compared with (the
+# HTTP ones from a daemon of its own, as in the full run).
 
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -348,13 +351,17 @@ if $PG && test -x "$PG_BIN/pgbench"; then
 	fi
 fi
 
-# one daemon on its own schema, then four on one schema (pgm1..pgm4); the
-# queues of N daemons over P partitions: mpushNxP, mcycNxP
+# one daemon on its own schema (serving HTTP too), then four on one schema
+# (pgm1..pgm4); the queues of N daemons over P partitions: mpushNxP, mcycNxP
+HPG=false
 if $PG; then
-	if mount_fs pg "$QFS" -f --db "$(pg_db one)" --sync full &&
+	P_HPG=$(free_port)
+	if mount_fs pg "$QFS" -f --db "$(pg_db one)" --sync full \
+	    --listen "127.0.0.1:$P_HPG" &&
 	    mkdir "$TMP/pg.mnt/queues/push1" "$TMP/pg.mnt/queues/push4" \
 	        "$TMP/pg.mnt/queues/qc11" "$TMP/pg.mnt/queues/wake"; then
 		PGQ=$TMP/pg.mnt/queues
+		wait_port "$P_HPG" && HPG=true
 		for i in 1 2 3 4; do
 			mount_fs pgm$i "$QFS" -f --db "$(pg_db multi)" --sync full ||
 				{ PG=false; break; }
@@ -376,14 +383,12 @@ if $PG; then
 	fi
 fi
 # Queen's HTTP API: a daemon with no mount, sync full, on its own store
-HTTP=false
-if test "$ONLY" != pg; then
-	P_HF=$(free_port)
-	start hf "$QFS" -f --db "$TMP/hf.db" --sync full --listen "127.0.0.1:$P_HF"
-	PID_hf=$LASTPID
-	HTTP=true
-	wait_port "$P_HF" || { say "bench: SKIP HTTP (the daemon did not listen)"; HTTP=false; }
-fi
+# (with BENCH_ONLY=pg the reference of the PostgreSQL daemon's HTTP rows)
+P_HF=$(free_port)
+start hf "$QFS" -f --db "$TMP/hf.db" --sync full --listen "127.0.0.1:$P_HF"
+PID_hf=$LASTPID
+HTTP=true
+wait_port "$P_HF" || { say "bench: SKIP HTTP (the daemon did not listen)"; HTTP=false; }
 $API || say "bench: the mount has no api/ files: api figures are n/a, prefill goes through the engine"
 
 # the two scale mounts: 10k partitions and a deep backlog, prefilled
@@ -519,6 +524,14 @@ rep () {
 		figc full f.push4 "$L" create "$FQ/push4" -t 4 -d "$DUR"
 		fig f.qc11 "$L" qcycle "$FQ/qc11" -p 1 -c 1 -d "$DUR"
 		$API && figc full f.apipush "$L" apipush "$TMP/full.mnt" -q api -d "$DUR"
+		if $HTTP; then
+			H=$B/http-load
+			figc hf h.push1c8 "$H" "$P_HF" push 8 "$DUR" 1 hp8
+			"$H" "$P_HF" push 1 "$DUR" 1000 "hpa$i" >/dev/null \
+			    2>>"$ERR"
+			figc hf h.popack100 "$H" "$P_HF" popack 1 "$DUR" 100 \
+			    "hpa$i"
+		fi
 		rep_pg
 		return
 	fi
@@ -604,6 +617,14 @@ rep_pg () {
 		$API && figrt pg 0.001 pg.apipush "$L" apipush "$TMP/pg.mnt" \
 		    -q api -d "$DUR"
 	fi
+	if $HPG; then
+		figrt pg 1 pg.hpush8 "$B/http-load" "$P_HPG" push 8 "$DUR" 1 php8
+		# the backlog of the pop + ack figure, outside it
+		"$B/http-load" "$P_HPG" push 1 "$DUR" 1000 "ppa$i" \
+		    >/dev/null 2>>"$ERR"
+		figrt pg 0.01 pg.hpopack100 "$B/http-load" "$P_HPG" popack 1 \
+		    "$DUR" 100 "ppa$i"
+	fi
 	if $PGB; then
 		fig pgb.push1 "$TMP/pgb" push 1
 		fig pgb.push4 "$TMP/pgb" push 4
@@ -648,7 +669,7 @@ for m in full normal part deep; do
 done
 # the HTTP daemon's resident size with 256 idle keep-alive connections,
 # each of which has made one request
-if $HTTP; then
+if $HTTP && test "$ONLY" != pg; then
 	rss=$(python3 "$S/http_idle.py" "$P_HF" "$PID_hf" 256 2>>"$ERR")
 	say "rss.http256 ${rss:-fail}" >>"$RES"
 fi
@@ -861,6 +882,8 @@ if test "$BENCH_PG" = 1; then
 	R "cycle 1+1, 1 daemon" pg.qc11 "SQLite sync full" f.qc11 "v>=600"
 	R "api/push 1000 items/request, 1 client" pg.apipush "pgbench batch of 1000, 1 client" pgb.batch1 "r>=0.8"
 	R "api/push 1000 items/request, 1 client" pg.apipush "SQLite sync full" f.apipush "v>=40000"
+	R "HTTP push 1 item, 8 conns" pg.hpush8 "SQLite sync full, HTTP" h.push1c8 ""
+	R "HTTP pop 100 + batch ack, 1 conn" pg.hpopack100 "SQLite sync full, HTTP" h.popack100 ""
 	for p in 1 8; do
 		R "push, 1 daemon, $p partition(s)" pgm.push1x$p "" - ""
 		R "push, 2 daemons, $p partition(s) (total)" pgm.push2x$p "1 daemon, $p partition(s)" pgm.push1x$p "$(test $p = 8 && echo 'r>=1.5')"
@@ -885,6 +908,8 @@ if test "$BENCH_PG" = 1; then
 	rt "push, 4 producers" pg.push4 "<= 2"
 	rt "cycle 1+1 (push, pop, read, ack)" pg.qc11 "<= 12"
 	rt "api/push, per request of 1000 items" pg.apipush ""
+	rt "HTTP push of 1 item" pg.hpush8 ""
+	rt "HTTP pop of 100 and their batch ack" pg.hpopack100 ""
 fi
 
 if test "$ONLY" != pg; then
