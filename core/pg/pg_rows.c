@@ -31,6 +31,12 @@ ahead_mark(struct store *s)
 	s->ahead.plock = s->ahead.hdup = false;
 	s->ahead.tf.on = s->ahead.ms.on = s->ahead.mn.on = false;
 	s->ahead.lw.on = false;
+	if (s->ahead.lw.cap > LW_KEEP) {
+		/* the hash rows of a big ack are not kept for the next */
+		free(s->ahead.lw.v);
+		s->ahead.lw.v = NULL;
+		s->ahead.lw.cap = 0;
+	}
 }
 
 /* Add to what is read ahead, or start afresh if that is gone. */

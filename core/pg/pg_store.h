@@ -71,6 +71,8 @@ _Static_assert(ST_PUSH_AHEAD_LK == LOCKED_TWIN(ST_PUSH_AHEAD), "twin");
 #define AHEAD_NS 1000000
 /* a message read larger than this is not kept for the next read */
 #define AHEAD_MSG_MAX (1 << 20)
+/* txn_find_many's rows past this many are freed once the next read goes */
+#define LW_KEEP 4096
 struct lowest {
 	struct hash128 h;
 	int64_t off, at;
