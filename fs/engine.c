@@ -20,10 +20,13 @@
  * On a store shared by several mounts (PostgreSQL), what other daemons
  * commit that may let a waiting reader succeed is announced on
  * queen_event_fd, for the queues this mount watches (those its waiters
- * and poll handles wait on): then every job goes to the engine thread,
- * which sleeps in poll() on that descriptor and on an eventfd the
- * submitters kick, and each announcement wakes the waiters and poll
- * handles of its queue like a push through this mount.
+ * and poll handles wait on).  The engine thread sleeps in poll() on that
+ * descriptor and on an eventfd that is kicked when it must wake sooner;
+ * it takes the token to read the descriptor, and whoever ran a batch
+ * reads what the store received meanwhile (the batch's answers may have
+ * brought announcements along), so a submitter still runs its own job.
+ * Each announcement wakes the waiters and poll handles of its queue like
+ * a push through this mount.
  */
 #include <errno.h>
 #include <poll.h>
@@ -42,7 +45,7 @@ static struct {
 	pthread_cond_t cv;      /* the engine thread: work, token, wake time */
 	struct job *head, **tail;
 	bool stop;
-	bool lead;              /* submitters may take the token themselves */
+	bool lead;              /* started: submitters may take the token */
 	bool busy;              /* a thread holds the token */
 	bool want;              /* the engine thread waits for the token */
 	int64_t wake_at;        /* when the engine thread must run */
@@ -118,6 +121,7 @@ kick_locked(void)
 }
 
 static void run_batch(struct job *list);
+static int event_fd(int64_t now);
 static void tend_waiters(int64_t now);
 static int64_t next_wake(void);
 
@@ -138,6 +142,10 @@ drain_locked(void)
 		E.tail = &E.head;
 		pthread_mutex_unlock(&E.mu);
 		run_batch(list);
+		/* announcements that came with the batch's answers are
+		 * read off the connection already: poll() would not see them */
+		if (E.events)
+			event_fd(fs_now());
 		tend_waiters(fs_now());
 		pthread_mutex_lock(&E.mu);
 	}
@@ -146,6 +154,7 @@ drain_locked(void)
 		if (w < E.wake_at)
 			E.wake_at = w;
 		pthread_cond_signal(&E.cv);
+		kick_locked();
 	}
 	E.busy = false;
 }
@@ -784,10 +793,12 @@ event_wait(int64_t wake)
 	uint64_t n;
 	int fd, nfds = 1;
 
+	E.busy = true; /* the store's connection is ours */
 	pthread_mutex_unlock(&E.mu);
 	now = fs_now();
 	fd = event_fd(now);
 	pthread_mutex_lock(&E.mu);
+	E.busy = false;
 	/* draining may have made waiters due: then no sleep at all */
 	if ((wake = next_wake()) <= now || E.head || E.stop)
 		return;
@@ -897,16 +908,16 @@ engine_start(struct queen *q)
 	E.unsynced_tail = &E.unsynced;
 	E.last_tick = fs_now();
 	E.wake_at = E.last_tick + TICK_MS;
-	/* SQLite: -ENOTSUP.  Another store's announcements are read by the
-	 * engine thread alone, so there every job goes through it */
-	E.lead = rc == -ENOTSUP;
-	if (!E.lead &&
+	/* SQLite: -ENOTSUP.  Another store announces what other mounts
+	 * commit, on a descriptor the engine thread sleeps on */
+	E.lead = true;
+	if (rc != -ENOTSUP &&
 	    (E.kickfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)
 		fs_log("no eventfd (%s): no wake-ups from other mounts",
 		    strerror(errno));
-	else if (rc < 0 && !E.lead)
+	else if (rc < 0 && rc != -ENOTSUP)
 		event_lost(rc, fs_now());
-	E.events = !E.lead && E.kickfd >= 0;
+	E.events = rc != -ENOTSUP && E.kickfd >= 0;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_REALTIME);
 	pthread_cond_init(&E.cv, &ca);
