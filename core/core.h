@@ -328,7 +328,8 @@ struct store_ops {
 	int (*event_fd)(struct store *st);
 	int (*events)(struct store *st, queen_event_cb cb, void *arg);
 	/* durable false: the next transactions need not reach the disk
-	 * before commit returns (outside a transaction; NULL: ignored) */
+	 * before commit returns (outside a transaction, or see read_durable;
+	 * NULL: ignored) */
 	int (*set_durable)(struct store *st, bool durable);
 	/* make every commit so far durable; unlike the rest, may run on a
 	 * second thread while the store is in use (NULL: commits at the
@@ -352,6 +353,12 @@ struct store_ops {
 	 * commits durably, and a lease taken in a deferred batch waits for
 	 * that batch's sync, whoever pushed what it read */
 	bool shared;
+	/* optional, a shared store's: whether every message the open
+	 * transaction read is known durable (a sync since covered it).  A
+	 * lazy batch (leases only) on such a store commits without waiting
+	 * for the disk when it is; else set_durable(true), called inside
+	 * the transaction, makes its commit durable */
+	bool (*read_durable)(struct store *st);
 };
 
 #define FRESH_SLOTS 1024
@@ -364,6 +371,7 @@ struct queen {
 	void *clock_arg;
 	int batch_depth;          /* >0: inside queen_batch_begin */
 	bool deferred;            /* the open batch commits without a sync */
+	bool lazy;                /* it need not be durable (read_durable) */
 	bool can_defer;           /* sync level full and a store sync op */
 	uint64_t ticket;          /* the last deferred commit's, or 0 */
 	/* shared with the thread in queen_sync */

@@ -273,7 +273,11 @@ batch_begin(struct queen *q, bool durable, bool deferred)
 		return queen_err(q, -EIO, "%s", q->failmsg);
 	/* deferred: committed like a lazy batch, made durable by a sync */
 	deferred = deferred && q->can_defer;
-	durable = durable || q->ops->shared;
+	/* a lease of what another handle pushed may need that push's
+	 * sync: the store says at the commit (read_durable) */
+	q->lazy = !durable && !deferred && q->ops->shared &&
+	    q->ops->read_durable && q->ops->set_durable;
+	durable = durable || (q->ops->shared && !q->lazy);
 	if (q->ops->set_durable &&
 	    (rc = q->ops->set_durable(q->st, durable && !deferred)) != 0)
 		return storage_error(q, rc);
@@ -307,7 +311,12 @@ queen_batch_commit(struct queen *q)
 		return queen_err(q, -EINVAL, "no batch is open");
 	q->batch_depth = 0;
 	q->ticket = 0;
-	rc = q->ops->commit(q->st);
+	rc = 0;
+	if (q->lazy && !q->ops->read_durable(q->st))
+		rc = q->ops->set_durable(q->st, true);
+	q->lazy = false;
+	if (rc == 0)
+		rc = q->ops->commit(q->st);
 	if (rc != 0) {
 		/* a pop of this batch's own push named the ticket it would
 		 * have had (queen_pop_ticket): burn it, so that no later
@@ -402,6 +411,7 @@ queen_batch_rollback(struct queen *q)
 	if (q->batch_depth == 0)
 		return;
 	q->batch_depth = 0;
+	q->lazy = false;
 	q->npend = 0;
 	q->ops->rollback(q->st);
 }

@@ -1034,6 +1034,120 @@ test_cursor_repair(void)
 	fix_close(&f);
 }
 
+/* WAL positions as numbers, read on a connection of their own */
+#define INSERT_LSN \
+	"SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::bigint"
+#define FLUSH_LSN \
+	"SELECT pg_wal_lsn_diff(pg_current_wal_flush_lsn(), '0/0')::bigint"
+
+static struct queen *
+open_sync(struct fix *f, enum queen_sync sync)
+{
+	struct queen_options o = { 0 };
+	struct queen *q = NULL;
+
+	o.path = f->path;
+	o.sync = sync;
+	o.clock = my_clock;
+	o.clock_arg = f;
+	if (queen_open(&o, &q) != 0)
+		exit(1);
+	return q;
+}
+
+/* one lease in a batch of leases alone, as the mount's `next` */
+static int
+lazy_pop(struct queen *q, const char *part, int64_t batch)
+{
+	struct queen_batch *b = NULL;
+	int rc;
+
+	if ((rc = queen_batch_begin(q, QUEEN_BATCH_LAZY)) != 0)
+		return rc;
+	rc = pop1(q, Q, part, NULL, batch, &b);
+	queen_batch_free(b);
+	if (rc != 0) {
+		queen_batch_rollback(q);
+		return rc;
+	}
+	return queen_batch_commit(q);
+}
+
+/*
+ * A lease hands out only what is on the disk.  Another handle's push
+ * committed without a flush (sync off): the lease of it must commit
+ * durably, which flushes the WAL past that push.  A push a flush has
+ * covered since: the lease need not wait for the disk.  The WAL writer
+ * is slowed down meanwhile, so that only commits flush.
+ */
+static void
+test_lease_durable(void)
+{
+	struct fix f;
+	struct queen *a = fix_open(&f, "pgm-ldur");
+	struct queen *w = open_sync(&f, QUEEN_SYNC_OFF);
+	struct queen *b = open_sync(&f, QUEEN_SYNC_FULL);
+	int64_t ins, fl;
+
+	/* the queue and its partitions exist, and all of it is flushed */
+	is_int(push1(a, Q, "p1", "warm1", "w"), 1, "ldur: set up p1");
+	is_int(push1(a, Q, "p2", "warm2", "w"), 1, "ldur: set up p2");
+	is_int(lazy_pop(b, "p1", 1), 0, "ldur: b leases p1's first");
+	is_int(lazy_pop(b, "p2", 1), 0, "ldur: b leases p2's first");
+	ok(sql_value(&f, "ALTER SYSTEM SET wal_writer_delay = '10s'") == 0 &&
+		sql_value(&f, "SELECT pg_reload_conf()::int") == 1,
+	    "ldur: WAL writer slowed");
+	sql_value(&f, "SELECT pg_sleep(0.3)");
+	sql_value(&f, "CHECKPOINT");
+
+	/* 1: a push not flushed */
+	is_int(push1(w, Q, "p1", "m1", "one"), 2, "ldur: w pushes, no flush");
+	ins = sql_value(&f, INSERT_LSN);
+	fl = sql_value(&f, FLUSH_LSN);
+	if (fl >= ins) {
+		skip(2, "the server flushed the WAL on its own");
+	} else {
+		/* the lease of warm1 expires: b takes it with m1 */
+		f.now += 3600 * 1000;
+		is_int(lazy_pop(b, "p1", 10), 0, "ldur: b leases p1 again");
+		ok(sql_value(&f, FLUSH_LSN) >= ins,
+		    "ldur: that lease flushed the WAL past the push");
+	}
+
+	/* 2: a push that a flush has covered */
+	is_int(push1(w, Q, "p2", "m2", "two"), 2, "ldur: w pushes into p2");
+	{
+		struct queen_push_item it = { 0 };
+		struct queen_push_result r;
+		uint64_t t;
+
+		/* b's own deferred write and its sync vouch for m2 */
+		is_int(queen_batch_begin(b, QUEEN_BATCH_DEFERRED), 0,
+		    "ldur: b opens a deferred batch");
+		it.queue = Q;
+		it.partition = "p3";
+		it.txid = "m3";
+		it.payload = "three";
+		it.len = 5;
+		ok(queen_push(b, &it, 1, false, &r) == 0,
+		    "ldur: b pushes into p3");
+		is_int(queen_batch_commit(b), 0, "ldur: b commits");
+		t = queen_sync_ticket(b);
+		is_int(queen_sync(b, t), 0, "ldur: b syncs");
+	}
+	ins = sql_value(&f, INSERT_LSN);
+	f.now += 3600 * 1000;
+	is_int(lazy_pop(b, "p2", 10), 0, "ldur: b leases p2 again (m2)");
+	ok(sql_value(&f, FLUSH_LSN) < sql_value(&f, INSERT_LSN) &&
+		sql_value(&f, INSERT_LSN) > ins,
+	    "ldur: that lease wrote and did not wait for a flush");
+	sql_value(&f, "ALTER SYSTEM RESET wal_writer_delay");
+	sql_value(&f, "SELECT pg_reload_conf()::int");
+	queen_close(w);
+	queen_close(b);
+	fix_close(&f);
+}
+
 int
 main(void)
 {
@@ -1056,5 +1170,6 @@ main(void)
 	test_lost_connection();
 	test_sent_write_fails();
 	test_cursor_repair();
+	test_lease_durable();
 	return done_testing();
 }

@@ -100,6 +100,12 @@ struct stmt_def {
 	const char *sql;
 };
 
+/* a message row's inserting xid (32 bits), and the oldest xid running
+ * when the statement began (64 bits), evaluated once */
+#define SCAN_XIDS \
+	"xmin::text::bigint, " \
+	"(SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint)"
+
 static const struct stmt_def sql[ST__N] = {
 	/* name */
 	[ST_QUEUE_GET] = { "queue_get",
@@ -297,12 +303,16 @@ static const struct stmt_def sql[ST__N] = {
 	[ST_TXN_APPEND] = { "txn_append",
 	    "INSERT INTO txns (id, hash, created_at) VALUES ($1, $2, $3)" },
 	/* from key, to key, limit */
+	/* from key, to key, limit; the row's xid, and the oldest xid still
+	 * running then (see pg_read_durable) */
 	[ST_MSG_SCAN] = { "msg_scan",
-	    "SELECT id, created_at, txid, trace_id, payload FROM messages "
-	    "WHERE id >= $1 AND id <= $2 ORDER BY id LIMIT $3" },
+	    "SELECT id, created_at, txid, trace_id, payload, " SCAN_XIDS
+	    " FROM messages WHERE id >= $1 AND id <= $2 ORDER BY id LIMIT $3" },
 	[ST_MSG_SCAN_META] = { "msg_scan_meta",
-	    "SELECT id, created_at, txid, trace_id, length(payload)::bigint "
-	    "FROM messages WHERE id >= $1 AND id <= $2 ORDER BY id LIMIT $3" },
+	    "SELECT id, created_at, txid, trace_id, "
+	    "length(payload)::bigint, " SCAN_XIDS
+	    " FROM messages WHERE id >= $1 AND id <= $2 "
+	    "ORDER BY id LIMIT $3" },
 	/* key */
 	[ST_MSG_TIME] = { "msg_time",
 	    "SELECT created_at FROM messages WHERE id = $1" },
@@ -592,6 +602,8 @@ reconnect(struct store *s)
 	int i;
 
 	PQreset(s->c);
+	/* perhaps another server now (a failover): no flush vouches yet */
+	atomic_store(&s->flushed_xmin, 0);
 	for (i = 0; i < ST__N; i++)
 		s->prepared[i] = false;
 	if (PQstatus(s->c) != CONNECTION_OK)
@@ -871,6 +883,7 @@ tx_reset(struct store *s, bool in_tx)
 	s->sp = 0;
 	s->adopted = 0;
 	s->nseen = 0;
+	s->read_xid = 0;
 }
 
 static int
@@ -1148,11 +1161,45 @@ pg_round_trips(struct store *s)
 	return s->round_trips + atomic_load(&s->sync_trips);
 }
 
+/*
+ * Inside a transaction begun not durable: make its commit durable after
+ * all (pg_read_durable said no).  At sync off nothing is.
+ */
 static int
 pg_set_durable(struct store *s, bool durable)
 {
+	int rc = 0;
+
+	if (s->in_tx && durable && !s->durable && s->sync != QUEEN_SYNC_OFF)
+		rc = pipe_defer(s, ST__N, "SET LOCAL synchronous_commit = on",
+		    NULL);
 	s->durable = durable;
-	return 0;
+	return rc;
+}
+
+/*
+ * A lease may commit without waiting for the disk if every message it
+ * hands out is on the disk already, whoever pushed it: its row's xid is
+ * older than the oldest xid still running when the last flush (pg_sync)
+ * began its statement.  Such a transaction had ended before that flush's
+ * commit record was written, and a flush covers every record before its
+ * own; the messages read carry their xid (SCAN_XIDS).  Until a flush
+ * has vouched for anything, nothing is known durable.
+ */
+static void
+flushed_upto(struct store *s, int64_t xmin)
+{
+	int64_t was = atomic_load(&s->flushed_xmin);
+
+	while (xmin > was &&
+	    !atomic_compare_exchange_weak(&s->flushed_xmin, &was, xmin))
+		;
+}
+
+static bool
+pg_read_durable(struct store *s)
+{
+	return s->read_xid == 0 || s->read_xid < atomic_load(&s->flushed_xmin);
 }
 
 /*
@@ -1199,6 +1246,7 @@ pg_sync(struct store *s)
 		 * vouches for none of them, only for what comes after.
 		 */
 		PQreset(s->syncc);
+		atomic_store(&s->flushed_xmin, 0);
 		return -ENOTCONN;
 	}
 	/* no connection (a failover): the commits it was to cover are not
@@ -1211,14 +1259,21 @@ pg_sync(struct store *s)
 	 * PostgreSQL commits it without a flush or a wait for the standby.
 	 * A row's update does both.
 	 */
+	/* one implicit transaction, committed (and flushed) before the
+	 * answer; its last statement names the oldest xid running in it,
+	 * whose commits, and those of every older one, it covers */
 	r = PQexec(s->syncc,
 	    "SET synchronous_commit = on; "
-	    "UPDATE queen_meta SET version = version");
+	    "UPDATE queen_meta SET version = version; "
+	    "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint");
 	atomic_fetch_add(&s->sync_trips, 1);
 	/* the server keeps its own WAL safe (a failed flush there is a
 	 * PANIC and a restart): a failure here is never lost pages of ours */
-	if (PQresultStatus(r) != PGRES_COMMAND_OK)
+	if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
 		rc = -ENOTCONN;
+	} else {
+		flushed_upto(s, col_int(r, 0, 0));
+	}
 	PQclear(r);
 	return rc;
 }
@@ -1303,6 +1358,7 @@ static const struct store_ops pg_ops = {
 	.events = pg_events,
 	.round_trips = pg_round_trips,
 	.set_durable = pg_set_durable,
+	.read_durable = pg_read_durable,
 	.sync = pg_sync,
 	.shared = true,
 };

@@ -392,13 +392,22 @@ pg_msg_append(struct store *s, int64_t pid, int64_t off, int64_t at,
  * (has) or their lengths; without want a caller gets the lengths only.
  */
 static int
-scan_rows(PGresult *r, int64_t pid, bool has, bool want, msg_row_cb cb,
-    void *arg)
+scan_rows(struct store *s, PGresult *r, int64_t pid, bool has, bool want,
+    msg_row_cb cb, void *arg)
 {
 	struct msg_row m;
 	int rc = 0, i;
 
 	for (i = 0; rc == 0 && i < PQntuples(r); i++) {
+		/* the row's 32-bit xid, placed in the epoch nearest the
+		 * statement's oldest running one; an xid 2^31 older
+		 * (frozen) lands ahead, so it is only ever thought younger */
+		int64_t run = col_int(r, i, 6);
+		int32_t d = (int32_t)(uint32_t)((uint64_t)col_int(r, i, 5) -
+		    (uint64_t)run);
+
+		if (run + d > s->read_xid)
+			s->read_xid = run + d;
 		m.offset = col_int(r, i, 0) - PB(pid);
 		m.created_at = col_int(r, i, 1);
 		m.txid = col_str(r, i, 2);
@@ -430,7 +439,7 @@ pg_msg_scan(struct store *s, int64_t pid, int64_t from, size_t max,
 	if (max == 1 && ahead_ok(s) && s->ahead.ms.on &&
 	    s->ahead.ms.pid == pid && s->ahead.ms.from == from &&
 	    (s->ahead.ms.payload || !payload))
-		return scan_rows(s->ahead.ms.r, pid, s->ahead.ms.payload,
+		return scan_rows(s, s->ahead.ms.r, pid, s->ahead.ms.payload,
 		    payload, cb, arg);
 	a_int(&a, PB(pid) + (from < 0 ? 0 : from));
 	a_int(&a, PB(pid) + MAX_OFFSET);
@@ -449,9 +458,9 @@ pg_msg_scan(struct store *s, int64_t pid, int64_t from, size_t max,
 		s->ahead.ms.pid = pid;
 		s->ahead.ms.from = from;
 		s->ahead.ms.payload = payload;
-		return scan_rows(r, pid, payload, payload, cb, arg);
+		return scan_rows(s, r, pid, payload, payload, cb, arg);
 	}
-	rc = scan_rows(r, pid, payload, payload, cb, arg);
+	rc = scan_rows(s, r, pid, payload, payload, cb, arg);
 	PQclear(r);
 	return rc;
 }

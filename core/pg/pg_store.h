@@ -121,6 +121,11 @@ struct store {
 	int64_t *seen;
 	size_t nseen, capseen;
 	uint64_t round_trips; /* waits for the server since open */
+	/* the newest xid of a message read in this transaction (0: none),
+	 * and the xid below which a flush vouched for every commit: see
+	 * pg_read_durable */
+	int64_t read_xid;
+	_Atomic int64_t flushed_xmin;
 	/* sent, not answered: writes whose answer the engine needs not
 	 * wait for; a failure among them poisons the transaction (it can
 	 * only roll back) */
