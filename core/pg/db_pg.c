@@ -1228,6 +1228,10 @@ connect_db(const char *uri)
 	return PQconnectdbParams(kw, val, 1);
 }
 
+#define SYNC_SQL \
+	"UPDATE queen_meta SET version = version " \
+	"RETURNING pg_snapshot_xmin(pg_current_snapshot())::text::bigint"
+
 static int
 pg_sync(struct store *s)
 {
@@ -1238,6 +1242,7 @@ pg_sync(struct store *s)
 		if (!(s->syncc = connect_db(s->conninfo)))
 			return -ENOMEM;
 		PQsetNoticeProcessor(s->syncc, no_notices, NULL);
+		s->sync_set = false;
 	} else if (PQstatus(s->syncc) != CONNECTION_OK) {
 		/*
 		 * A session made again may be on another server (the new
@@ -1246,6 +1251,7 @@ pg_sync(struct store *s)
 		 * vouches for none of them, only for what comes after.
 		 */
 		PQreset(s->syncc);
+		s->sync_set = false;
 		atomic_store(&s->flushed_xmin, 0);
 		return -ENOTCONN;
 	}
@@ -1259,19 +1265,18 @@ pg_sync(struct store *s)
 	 * PostgreSQL commits it without a flush or a wait for the standby.
 	 * A row's update does both.
 	 */
-	/* one implicit transaction, committed (and flushed) before the
-	 * answer; its last statement names the oldest xid running in it,
-	 * whose commits, and those of every older one, it covers */
+	/* committed (and flushed) before the answer, which names the
+	 * oldest xid running when it began: it covers the commits of that
+	 * one's elders.  The session's setting goes with the first. */
 	r = PQexec(s->syncc,
-	    "SET synchronous_commit = on; "
-	    "UPDATE queen_meta SET version = version; "
-	    "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint");
+	    s->sync_set ? SYNC_SQL : "SET synchronous_commit = on; " SYNC_SQL);
 	atomic_fetch_add(&s->sync_trips, 1);
 	/* the server keeps its own WAL safe (a failed flush there is a
 	 * PANIC and a restart): a failure here is never lost pages of ours */
 	if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
 		rc = -ENOTCONN;
 	} else {
+		s->sync_set = true;
 		flushed_upto(s, col_int(r, 0, 0));
 	}
 	PQclear(r);

@@ -198,6 +198,7 @@ struct store {
 	/* the syncer thread's: a connection of its own (see pg_sync) */
 	char *conninfo;
 	PGconn *syncc;
+	bool sync_set; /* syncc's session is synchronous_commit on */
 	_Atomic uint64_t sync_trips;
 	char err[512]; /* one line: see set_err */
 };
