@@ -40,7 +40,7 @@ PKG_libmicrohttpd = libmicrohttpd-dev
 CORE_PKGS = sqlite3 libxxhash jansson $(if $(filter yes,$(PG)),libpq)
 # the daemon alone links the HTTP front end's library
 PKGS = fuse3 libmicrohttpd $(CORE_PKGS)
-NO_PROBE = test run asan tsan bench fuzz deps clean format format-check \
+NO_PROBE = test run asan tsan tsan-pg bench fuzz deps clean format format-check \
 	check-layers
 ifneq ($(filter-out $(NO_PROBE),$(or $(MAKECMDGOALS),all)),)
 $(foreach p,$(PKGS),$(if $(shell pkg-config --exists $(p) && echo y),,\
@@ -171,6 +171,17 @@ tsan: deps
 	QUEENFS_BUILD=$(abspath build/tsan) \
 	QUEENFS_STRESS_SECONDS=$(TSAN_STRESS_SECONDS) \
 	    prove -v $(PROVE_FLAGS) tests/fs-0034-stress.sh
+
+# The same daemon on PostgreSQL (a private cluster, tests/pg.sh): the
+# mount tests of several daemons, where FUSE and HTTP threads run jobs
+# beside the engine thread that reads the LISTEN channel.
+tsan-pg: deps
+	$(MAKE) O=build/tsan OPT="-O1 -g -fno-omit-frame-pointer" \
+	    EXTRA_CFLAGS="-fsanitize=thread" EXTRA_LDFLAGS="-fsanitize=thread" \
+	    build/tsan/libqueen.a build/tsan/queenfs
+	TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1 $(TSAN_OPTIONS)" \
+	QUEENFS_BUILD=$(abspath build/tsan) \
+	    tests/pg.sh prove $(PROVE_FLAGS) $(PG_FS_TESTS)
 
 # The load test alone, longer: STRESS_SECONDS of 8 producers and 8
 # consumers over 100 partitions (tests/fs-0034-stress.sh).
@@ -328,7 +339,7 @@ install: all
 clean:
 	rm -rf build
 
-.PHONY: deps-run deps-ci format format-check all test run bench check fuzz check-unit check-fs check-pg asan tsan stress check-valgrind check-layers analyze deps install clean
+.PHONY: deps-run deps-ci format format-check all test run bench check fuzz check-unit check-fs check-pg asan tsan tsan-pg stress check-valgrind check-layers analyze deps install clean
 
 # Nothing is an intermediate: a no-op make leaves the test objects and
 # relinks nothing (make -q all answers 0 after a build).

@@ -30,6 +30,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -68,6 +69,7 @@ static struct {
 	uint64_t next_waiter_id;
 	int64_t last_tick, poll_due_min;
 	int evfd;               /* the store's, as last asked; -1: none now */
+	atomic_bool ev_hup;     /* it broke (the engine's poll saw it) */
 	int64_t ev_retry;       /* when to ask again after an error */
 	bool ev_logged;
 	uint64_t ev_failures;   /* commit_failures when last asked */
@@ -755,6 +757,10 @@ event_fd(int64_t now)
 {
 	int fd, rc;
 
+	/* the descriptor broke under the engine's poll: ask again at once,
+	 * and retry waiters */
+	if (atomic_exchange(&E.ev_hup, false))
+		E.evfd = -2;
 	if (E.evfd < 0 && now < E.ev_retry)
 		return -1;
 	if ((fd = queen_event_fd(E.q)) < 0) {
@@ -793,26 +799,30 @@ event_wait(int64_t wake)
 	uint64_t n;
 	int fd, nfds = 1;
 
-	E.busy = true; /* the store's connection is ours */
+	/* with the token: the store's connection, the waiters */
+	E.busy = true;
 	pthread_mutex_unlock(&E.mu);
 	now = fs_now();
 	fd = event_fd(now);
+	wake = next_wake();
+	if (fd < 0 && wake > E.ev_retry && E.ev_retry > now)
+		wake = E.ev_retry;
 	pthread_mutex_lock(&E.mu);
 	E.busy = false;
+	/* a token holder that parks a reader due sooner kicks the poll */
+	E.wake_at = wake;
 	/* draining may have made waiters due: then no sleep at all */
-	if ((wake = next_wake()) <= now || E.head || E.stop)
+	if (wake <= now || E.head || E.stop)
 		return;
 	p[0] = (struct pollfd){ .fd = E.kickfd, .events = POLLIN };
 	if (fd >= 0)
 		p[nfds++] = (struct pollfd){ .fd = fd, .events = POLLIN };
-	if (fd < 0 && wake > E.ev_retry && E.ev_retry > now)
-		wake = E.ev_retry;
 	E.sleeping = true;
 	E.kicked = false;
 	pthread_mutex_unlock(&E.mu);
 	if (poll(p, (nfds_t)nfds, (int)(wake > now ? wake - now : 0)) > 0 &&
 	    nfds > 1 && (p[1].revents & (POLLERR | POLLHUP | POLLNVAL)))
-		E.evfd = -2;        /* ask again at once, and retry waiters */
+		atomic_store(&E.ev_hup, true); /* see event_fd */
 	pthread_mutex_lock(&E.mu);
 	E.sleeping = false;
 	if (E.kicked && read(E.kickfd, &n, sizeof(n)) < 0) {
@@ -842,7 +852,6 @@ engine_main(void *arg)
 				break;
 			if (E.kickfd >= 0) {
 				event_wait(E.wake_at);
-				E.wake_at = next_wake();
 			} else {
 				struct timespec ts = {
 					.tv_sec = E.wake_at / 1000,
