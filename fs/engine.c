@@ -174,10 +174,16 @@ post(struct job *j)
 	pthread_mutex_unlock(&E.mu);
 }
 
+/*
+ * Run j on this thread if nobody holds the token, else queue it for the
+ * holder.  On a shared store a batch waits on the server for a millisecond
+ * or more: an event loop's thread (HTTP) does not, since the other
+ * connections it serves would wait too; it hands j to the engine thread.
+ */
 void
 engine_submit(struct job *j)
 {
-	if (!E.lead) {
+	if (!E.lead || (j->evloop && E.events)) {
 		post(j);
 		return;
 	}

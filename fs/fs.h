@@ -190,6 +190,8 @@ struct job {
 	int rc;
 	bool write;         /* mutating: a failed commit turns rc into -EIO */
 	bool lazy;          /* a write that need not survive a crash (lease) */
+	bool evloop;        /* submitted by an event loop (HTTP): see
+			     * engine_submit */
 	/* set by run: park as a waiter until deadline (ms) or a push */
 	bool wait;
 	int64_t deadline, due;

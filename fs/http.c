@@ -312,6 +312,7 @@ submit(struct MHD_Connection *c, struct hreq *r, const char *url,
 	 * (a pop takes a lease: lazy, as through the mount) */
 	hj->j.write = strcmp(method, "GET") != 0 || strstr(url, "/pop/");
 	hj->j.lazy = strcmp(method, "GET") == 0;
+	hj->j.evloop = true;
 	/* answered at once when this thread ran it and it needs no sync:
 	 * no suspend and resume, no wake-up of this thread by another */
 	r->job = &hj->j;
