@@ -46,7 +46,6 @@ static struct {
 	pthread_cond_t cv;      /* the engine thread: work, token, wake time */
 	struct job *head, **tail;
 	bool stop;
-	bool lead;              /* started: submitters may take the token */
 	bool busy;              /* a thread holds the token */
 	bool want;              /* the engine thread waits for the token */
 	int64_t wake_at;        /* when the engine thread must run */
@@ -183,7 +182,7 @@ post(struct job *j)
 void
 engine_submit(struct job *j)
 {
-	if (!E.lead || (j->evloop && E.events)) {
+	if (j->evloop && E.events) {
 		post(j);
 		return;
 	}
@@ -925,7 +924,6 @@ engine_start(struct queen *q)
 	E.wake_at = E.last_tick + TICK_MS;
 	/* SQLite: -ENOTSUP.  Another store announces what other mounts
 	 * commit, on a descriptor the engine thread sleeps on */
-	E.lead = true;
 	if (rc != -ENOTSUP &&
 	    (E.kickfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)
 		fs_log("no eventfd (%s): no wake-ups from other mounts",
