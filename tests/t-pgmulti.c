@@ -1094,9 +1094,13 @@ test_lease_durable(void)
 	is_int(push1(a, Q, "p2", "warm2", "w"), 1, "ldur: set up p2");
 	is_int(lazy_pop(b, "p1", 1), 0, "ldur: b leases p1's first");
 	is_int(lazy_pop(b, "p2", 1), 0, "ldur: b leases p2's first");
-	ok(sql_value(&f, "ALTER SYSTEM SET wal_writer_delay = '10s'") == 0 &&
-		sql_value(&f, "SELECT pg_reload_conf()::int") == 1,
-	    "ldur: WAL writer slowed");
+	/* a server of one's own (tests/pg.sh); elsewhere, without the
+	 * right to slow its WAL writer, the rest says nothing */
+	if (sql_value(&f, "ALTER SYSTEM SET wal_writer_delay = '10s'") != 0 ||
+	    sql_value(&f, "SELECT pg_reload_conf()::int") != 1) {
+		skip(10, "cannot slow the server's WAL writer");
+		goto out;
+	}
 	sql_value(&f, "SELECT pg_sleep(0.3)");
 	sql_value(&f, "CHECKPOINT");
 
@@ -1143,6 +1147,7 @@ test_lease_durable(void)
 	    "ldur: that lease wrote and did not wait for a flush");
 	sql_value(&f, "ALTER SYSTEM RESET wal_writer_delay");
 	sql_value(&f, "SELECT pg_reload_conf()::int");
+out:
 	queen_close(w);
 	queen_close(b);
 	fix_close(&f);
