@@ -743,9 +743,10 @@ int queen_kv_ns_set_owner(struct queen *q, const char *ns,
 
 /*
  * queen_event_fd - a descriptor that becomes readable when an
- * announcement for a watched queue arrives.  Before polling it, call
- * queen_events: the store may already have read announcements off it
- * during other calls.  The descriptor may change after a lost connection
+ * announcement for a watched queue arrives.  Before polling it after a
+ * queen_event_watch, call queen_events: the watch may have read
+ * announcements off it (no other call does).  The descriptor is not the
+ * one the store's other calls use.  It may change after a lost connection
  * is re-established, so ask again after a storage error.  Returns the
  * descriptor, or -ENOTSUP when the store has no such channel (SQLite: one
  * file, one writer), -EIO.

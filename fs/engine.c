@@ -23,8 +23,9 @@
  * and poll handles wait on).  The engine thread sleeps in poll() on that
  * descriptor and on an eventfd that is kicked when it must wake sooner;
  * it takes the token to read the descriptor, and whoever ran a batch
- * reads what the store received meanwhile (the batch's answers may have
- * brought announcements along), so a submitter still runs its own job.
+ * that started or stopped watching a queue reads what the store received
+ * meanwhile (poll() does not see what the store has read already), so a
+ * submitter still runs its own job.
  * Each announcement wakes the waiters and poll handles of its queue like
  * a push through this mount.
  */
@@ -73,6 +74,7 @@ static struct {
 	bool ev_logged;
 	uint64_t ev_failures;   /* commit_failures when last asked */
 	bool events;            /* the store announces across mounts */
+	bool ev_unread;         /* a watch since the last queen_events */
 	struct watch *watches;  /* the queues whose announcements we get */
 	bool watch_logged;
 	struct engine_counters c;
@@ -143,9 +145,9 @@ drain_locked(void)
 		E.tail = &E.head;
 		pthread_mutex_unlock(&E.mu);
 		run_batch(list);
-		/* announcements that came with the batch's answers are
-		 * read off the connection already: poll() would not see them */
-		if (E.events)
+		/* a watch may have read announcements off the descriptor:
+		 * poll() would not see them */
+		if (E.ev_unread)
 			event_fd(fs_now());
 		tend_waiters(fs_now());
 		pthread_mutex_lock(&E.mu);
@@ -392,6 +394,7 @@ watch_flush(void)
 	for (struct watch *w = E.watches; w; w = w->next) {
 		if (w->on || now - w->failed_at < TICK_MS)
 			continue;
+		E.ev_unread = true;
 		if ((rc = queen_event_watch(E.q, w->queue, true)) < 0) {
 			w->failed_at = now;
 			if (rc != -ENOENT && !E.watch_logged)
@@ -433,6 +436,7 @@ watch_sweep(int64_t now)
 			continue;
 		}
 		*pp = w->next;
+		E.ev_unread = true;
 		if (queen_event_watch(E.q, w->queue, false) < 0)
 			fs_log("wake-ups of queue %s: %s", w->queue,
 			    queen_errmsg(E.q));
@@ -789,6 +793,7 @@ event_fd(int64_t now)
 		event_lost(rc, now);
 		return -1;
 	}
+	E.ev_unread = false;
 	return fd;
 }
 

@@ -920,6 +920,108 @@ test_lost_connection(void)
 	fix_close(&f);
 }
 
+/* How many sessions of app last ran a query that starts with what. */
+static int64_t
+sessions_like(const struct fix *f, const char *app, const char *what,
+    bool terminate)
+{
+	char sql[300];
+
+	snprintf(sql, sizeof(sql),
+	    "SELECT %s FROM pg_stat_activity "
+	    "WHERE application_name = '%s' AND query LIKE '%s%%'",
+	    terminate ? "count(pg_terminate_backend(pid))" : "count(*)", app,
+	    what);
+	return sql_value(f, sql);
+}
+
+/* Lease the queue's next message, txid, and ack it. */
+static void
+take(struct queen *a, const char *queue, const char *txid)
+{
+	struct queen_batch *ba = NULL;
+	struct queen_ack_result ar = { 0 };
+	int rc;
+
+	rc = pop1(a, queue, NULL, NULL, 1, &ba);
+	if (rc == 0)
+		rc = ack1(a, queue, NULL, NULL, txid, "completed", ba->lease_id,
+		    &ar);
+	ok(rc == 0 && ar.success, "listener: %s leased and acked", txid);
+	queen_batch_free(ba);
+}
+
+/*
+ * Announcements come on a connection of the handle's own, not on the one
+ * its calls use: they reach it while a batch of its calls keeps that one
+ * in a transaction (PostgreSQL hands a session its notifications only
+ * between transactions), and a lost listener is made again, listening to
+ * what the old one did, without touching the calls.
+ */
+static void
+test_listener(void)
+{
+	struct fix f;
+	struct queen *a = fix_open(&f, "pgm-listener");
+	struct queen *b;
+	char app[40], why[200] = "";
+	struct pollfd pfd;
+	int fd, fd2, rc, i, polls;
+
+	snprintf(app, sizeof(app), "queen_lsn_%d", (int)getpid());
+	b = open_other(&f, app);
+	/* the group reads lq to its end: the next push is announced */
+	push1(a, "lq", NULL, "m1", "x");
+	take(a, "lq", "m1");
+	fd = queen_event_fd(b);
+	ok(fd >= 0, "listener: b has a descriptor");
+	is_int(queen_event_watch(b, "lq", true), 1, "listener: b watches lq");
+	is_int(sessions_like(&f, app, "LISTEN", false), 1,
+	    "listener: one session of b listens");
+
+	is_int(queen_batch_begin(b, 0), 0, "listener: b opens a batch");
+	is_int(push1(b, "other", NULL, "o1", "x"), 1,
+	    "listener: b pushes inside it");
+	is_int(push1(a, "lq", NULL, "m2", "x"), 2, "listener: a pushes m2");
+	is_int(named(b, fd, 5000, "lq"), 1,
+	    "listener: announced while b's batch is open");
+	is_int(queen_batch_commit(b), 0, "listener: b commits its batch");
+
+	take(a, "lq", "m2");
+	is_int(push1(a, "lq", NULL, "m3", "x"), 3, "listener: a pushes m3");
+	is_int(named(b, fd, 5000, "lq"), 1, "listener: b hears it");
+	take(a, "lq", "m3");
+	is_int(sessions_like(&f, app, "LISTEN", true), 1,
+	    "listener: the server drops b's listening session");
+	/* the server's goodbye, then the end of the stream: libpq may
+	 * take one read for each */
+	pfd = (struct pollfd){ .fd = fd, .events = POLLIN };
+	for (i = 0, rc = 0, polls = 0; i < 3 && rc == 0; i++) {
+		polls += poll(&pfd, 1, 5000) == 1;
+		rc = queen_events(b, name_cb, NULL);
+	}
+	is_int(polls, i, "listener: b's descriptor says so");
+	is_int(rc, -EIO, "listener: draining it fails");
+	ok(strstr(queen_errmsg(b), "storage:") != NULL,
+	    "listener: with the reason (%s)", queen_errmsg(b));
+	fd2 = queen_event_fd(b);
+	ok(fd2 >= 0, "listener: asked again, b listens on a new session");
+	is_int(sessions_like(&f, app, "LISTEN", false), 1,
+	    "listener: which listens to lq again");
+	is_int(push1(a, "lq", NULL, "m4", "x"), 4, "listener: a pushes m4");
+	is_int(named(b, fd2, 5000, "lq"), 1, "listener: b hears it");
+	ok(!queen_failed(b, why, sizeof(why)),
+	    "listener: b's calls are "
+	    "not failed (%s)",
+	    why);
+	is_int(push1(b, "other", NULL, "o2", "x"), 2,
+	    "listener: b's calls carry on on their own session");
+	queen_close(b);
+	is_int(sessions_like(&f, app, "", false), 0,
+	    "listener: closing b ends all its sessions");
+	fix_close(&f);
+}
+
 /* Run sql on the fixture's schema through a connection of our own. */
 static bool
 raw_sql(struct fix *f, const char *sql)
@@ -1173,6 +1275,7 @@ main(void)
 	test_maint_locks();
 	test_migrate();
 	test_lost_connection();
+	test_listener();
 	test_sent_write_fails();
 	test_cursor_repair();
 	test_lease_durable();

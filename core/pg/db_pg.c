@@ -555,6 +555,25 @@ pg_fail(struct store *s, const PGresult *r)
 
 /* ---- the connection ---- */
 
+/*
+ * libpq waits without limit for a host that never answers (a dead machine
+ * whose packets vanish: often the old primary after a failover), and only
+ * then tries the next host of the list.  Unless the URI or the
+ * environment sets connect_timeout, give each host 5 s, so that a
+ * reconnect (PQreset keeps these options) reaches the new primary.
+ */
+static PGconn *
+connect_db(const char *uri)
+{
+	const char *const kw[] = { "connect_timeout", "dbname", NULL };
+	const char *const val[] = { "5", uri, NULL };
+
+	if (getenv("PGCONNECT_TIMEOUT"))
+		return PQconnectdb(uri);
+	/* the URI's own fields override the entries before it */
+	return PQconnectdbParams(kw, val, 1);
+}
+
 static void
 no_notices(void *arg, const char *msg)
 {
@@ -570,8 +589,6 @@ simple(struct store *s, const char *text)
 	PQclear(pipe_wait(s, ST__N, text, NULL, &rc));
 	return rc;
 }
-
-static int listen_all(struct store *s);
 
 /* Session settings, in one place; again after every reconnect. */
 static int
@@ -592,7 +609,7 @@ session(struct store *s)
 	if (s->ro &&
 	    (rc = simple(s, "SET default_transaction_read_only = on")) != 0)
 		return rc;
-	return listen_all(s);
+	return 0;
 }
 
 /* After a lost connection: connect again, with a fresh session. */
@@ -620,6 +637,8 @@ pg_close(struct store *s)
 	PQfinish(s->c);
 	if (s->syncc)
 		PQfinish(s->syncc);
+	if (s->lc)
+		PQfinish(s->lc);
 	free(s->conninfo);
 	free(s->pf.set);
 	PQclear(s->ahead.ms.r);
@@ -997,6 +1016,13 @@ pg_rollback_to(struct store *s)
  * that two schemas of one database never share one (NOTIFY is per
  * database already).  A daemon LISTENs only to the queues its readers
  * wait on; the engine says which (watch).
+ *
+ * It LISTENs on a connection of its own (lc), opened when the engine
+ * first asks for the descriptor.  PostgreSQL hands a session its
+ * announcements only between transactions, and the calls' connection
+ * spends most of a busy mount's time in one; on lc they arrive at once,
+ * poll() sees every one (nothing else reads that socket), and the
+ * calls' answers never wake the engine.
  */
 static void
 chan_name(const struct store *s, int64_t qid, char *buf, size_t len)
@@ -1005,22 +1031,54 @@ chan_name(const struct store *s, int64_t qid, char *buf, size_t len)
 	    (long long)qid);
 }
 
+/* lc failed: its message, and a new session at the next event_fd. */
+static int
+lc_fail(struct store *s, PGresult *r)
+{
+	const char *msg = r ? PQresultErrorMessage(r) : "";
+
+	set_err(s, msg[0] ? msg : PQerrorMessage(s->lc));
+	PQclear(r);
+	s->lc_broken = true;
+	return -EIO;
+}
+
 static int
 listen_cmd(struct store *s, const char *verb, const char *chan)
 {
+	PGresult *r;
 	char cmd[96];
 
 	snprintf(cmd, sizeof(cmd), "%s \"%s\"", verb, chan);
-	return simple(s, cmd);
+	r = PQexec(s->lc, cmd);
+	if (PQresultStatus(r) != PGRES_COMMAND_OK)
+		return lc_fail(s, r);
+	PQclear(r);
+	return 0;
 }
 
-/* After a reconnect: the new session listens to what the old one did. */
+/*
+ * lc, connected and listening to every channel in chans: a new session
+ * after a lost one listens to what the old one did.
+ */
 static int
-listen_all(struct store *s)
+lc_ready(struct store *s)
 {
 	size_t i;
 	int rc;
 
+	if (s->lc && !s->lc_broken && PQstatus(s->lc) == CONNECTION_OK)
+		return 0;
+	if (!s->lc) {
+		if (!(s->lc = connect_db(s->conninfo)))
+			return -ENOMEM;
+		PQsetNoticeProcessor(s->lc, no_notices, NULL);
+	} else {
+		PQreset(s->lc);
+	}
+	if (PQstatus(s->lc) != CONNECTION_OK)
+		return lc_fail(s, NULL);
+	s->lc_broken = false;
 	for (i = 0; i < s->nchans; i++)
 		if ((rc = listen_cmd(s, "LISTEN", s->chans[i].id)) != 0)
 			return rc;
@@ -1078,11 +1136,11 @@ chan_drop(struct store *s, struct chan *c)
 
 	snprintf(id, sizeof(id), "%s", c->id);
 	*c = s->chans[--s->nchans];
-	/* a lost session took its LISTENs with it */
-	if (s->broken || PQstatus(s->c) != CONNECTION_OK)
+	/* a lost session took its LISTENs with it; none yet, none made */
+	if (!s->lc || s->lc_broken || PQstatus(s->lc) != CONNECTION_OK)
 		return 1;
 	rc = listen_cmd(s, "UNLISTEN", id);
-	return rc < 0 && !s->broken ? rc : 1;
+	return rc < 0 && !s->lc_broken ? rc : 1;
 }
 
 static int
@@ -1100,7 +1158,7 @@ pg_watch(struct store *s, int64_t qid, const char *queue, bool on)
 	if (c && (rc = chan_drop(s, c)) < 0)
 		return rc;
 	replaced = c != NULL;
-	if (s->broken && !s->in_tx && (rc = reconnect(s)) != 0)
+	if ((rc = lc_ready(s)) != 0)
 		return rc;
 	if (s->nchans == s->capchans) {
 		size_t cap = s->capchans ? s->capchans * 2 : 8;
@@ -1126,18 +1184,22 @@ pg_event_fd(struct store *s)
 {
 	int rc, fd;
 
-	if (s->broken && !s->in_tx && (rc = reconnect(s)) != 0)
+	if ((rc = lc_ready(s)) != 0)
 		return rc;
-	fd = PQsocket(s->c);
+	fd = PQsocket(s->lc);
 	if (fd < 0) {
 		snprintf(s->err, sizeof(s->err), "no connection");
-		s->broken = true;
+		s->lc_broken = true;
 		return -EIO;
 	}
 	return fd;
 }
 
-/* Our own commits' announcements are skipped: the engine saw them. */
+/*
+ * Our own commits' announcements are skipped: the engine saw them.  They
+ * come from the calls' connection, whichever session it is now (one
+ * before a reconnect is not skipped: one wake-up too many).
+ */
 static int
 pg_events(struct store *s, queen_event_cb cb, void *arg)
 {
@@ -1145,9 +1207,11 @@ pg_events(struct store *s, queen_event_cb cb, void *arg)
 	struct chan *c;
 	int rc = 0, self = PQbackendPID(s->c);
 
-	if (!PQconsumeInput(s->c))
-		return fail(s, NULL);
-	while (rc == 0 && (n = PQnotifies(s->c)) != NULL) {
+	if (!s->lc || s->lc_broken)
+		return 0;
+	if (!PQconsumeInput(s->lc) || PQstatus(s->lc) != CONNECTION_OK)
+		return lc_fail(s, NULL);
+	while (rc == 0 && (n = PQnotifies(s->lc)) != NULL) {
 		if (n->be_pid != self && (c = chan_find(s, NULL, n->relname)))
 			rc = cb(arg, c->name, strtoll(n->extra, NULL, 10));
 		PQfreemem(n);
@@ -1209,25 +1273,6 @@ pg_read_durable(struct store *s)
  * synchronous standbys) up to its commit record, which lies after every
  * commit made before it began.
  */
-/*
- * libpq waits without limit for a host that never answers (a dead machine
- * whose packets vanish: often the old primary after a failover), and only
- * then tries the next host of the list.  Unless the URI or the
- * environment sets connect_timeout, give each host 5 s, so that a
- * reconnect (PQreset keeps these options) reaches the new primary.
- */
-static PGconn *
-connect_db(const char *uri)
-{
-	const char *const kw[] = { "connect_timeout", "dbname", NULL };
-	const char *const val[] = { "5", uri, NULL };
-
-	if (getenv("PGCONNECT_TIMEOUT"))
-		return PQconnectdb(uri);
-	/* the URI's own fields override the entries before it */
-	return PQconnectdbParams(kw, val, 1);
-}
-
 #define SYNC_SQL \
 	"UPDATE queen_meta SET version = version " \
 	"RETURNING pg_snapshot_xmin(pg_current_snapshot())::text::bigint"

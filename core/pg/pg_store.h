@@ -110,8 +110,10 @@ struct store {
 	int sp;                 /* savepoints open */
 	bool broken;            /* the connection failed: reset before use */
 	/* announcements: queue q of this schema is channel
-	 * queen_<nsp>_<q>, LISTENed while in chans */
+	 * queen_<nsp>_<q>, LISTENed on lc while in chans (see pg_watch) */
 	int64_t nsp;
+	PGconn *lc;
+	bool lc_broken; /* make a new session before the next use */
 	struct chan *chans;
 	size_t nchans, capchans;
 	bool corrupt;           /* the last failure was corruption */
