@@ -3,8 +3,8 @@
 #   make            libqueen.a, queenfs, the test programs and examples
 #   make test       everything under prove (unit tests, then mount tests)
 #   make asan       the same tests on an ASan+UBSan build
-#   make check-pg   the unit tests and the multi-mount tests on a private
-#                   PostgreSQL cluster
+#   make check-pg   the unit tests, the multi-mount and the permission
+#                   tests on a private PostgreSQL cluster
 #   make bench      benchmarks (not part of test)
 -include config.mak
 
@@ -131,15 +131,18 @@ check-fs: all
 
 # The unit tests again on PostgreSQL, then the mount tests of several
 # daemons on one database (fs-004x and fs-0063 skip themselves without
-# QUEEN_TEST_PG):
-# a private cluster in a temp dir, stopped by its pid when they end
-# (tests/pg.sh).
+# QUEEN_TEST_PG), then the permission tests with their mount on a schema
+# of the cluster (PG_STORE_TESTS, QUEENFS_TEST_STORE=pg): a private
+# cluster in a temp dir, stopped by its pid when they end (tests/pg.sh).
 PG_FS_TESTS = tests/fs-0040-pg-multi.sh tests/fs-0041-pg-crash.sh \
     tests/fs-0042-pg-round-trips.sh tests/fs-0043-pg-failover.sh \
     tests/fs-0044-pg-wake.sh tests/fs-0063-http-pg.sh
+PG_STORE_TESTS = tests/fs-0033-permissions.sh \
+    tests/fs-0052-permission-matrix.sh
 check-pg: all
-	QUEENFS_BUILD=$(abspath $(O)) tests/pg.sh prove $(PROVE_FLAGS) \
-	    $(UNIT_BIN) $(PG_FS_TESTS)
+	QUEENFS_BUILD=$(abspath $(O)) tests/pg.sh sh -c '\
+	    prove $(PROVE_FLAGS) $(UNIT_BIN) $(PG_FS_TESTS) && \
+	    QUEENFS_TEST_STORE=pg prove $(PROVE_FLAGS) $(PG_STORE_TESTS)'
 
 # undefined already holds the two overflow checks on gcc and clang; they
 # are named so that no compiler's default drops them: a signed overflow or

@@ -16,7 +16,8 @@
 # QUEENFS_TEST_TIMEOUT (seconds a script may run before its watchdog ends
 # it; default 150), QUEEN_TEST_PG (a libpq URI of a scratch PostgreSQL
 # database, exported by tests/pg.sh: see pg_uri, mount_queenfs_on and
-# mount_extra for several daemons on one store).
+# mount_extra for several daemons on one store), QUEENFS_TEST_STORE=pg
+# (mount_queenfs on a fresh schema of QUEEN_TEST_PG, not a file).
 
 TEST_DIRECTORY=$(cd "$(dirname "$0")" && pwd)
 : "${QUEENFS_BUILD:=$TEST_DIRECTORY/../build}"
@@ -523,6 +524,14 @@ mount_queenfs () {
 	export XDG_DATA_HOME
 	MNT="$TRASH/mnt"
 	DB="${MOUNT_DB_:-$TRASH/queen.db}"
+	# QUEENFS_TEST_STORE=pg: a test that leaves the store to this runs
+	# on a schema of its own on QUEEN_TEST_PG's server instead (make
+	# check-pg runs the permission tests so)
+	if test -z "${MOUNT_DB_:-}" && test "${QUEENFS_TEST_STORE:-}" = pg; then
+		test -n "${QUEEN_TEST_PG:-}" ||
+			skip_all "QUEENFS_TEST_STORE=pg without QUEEN_TEST_PG (run under tests/pg.sh)"
+		DB=$(pg_uri "t_$(basename "$TRASH" | tr 'A-Z' 'a-z' | tr -cd 'a-z0-9')")
+	fi
 	DAEMON_LOG="$TRASH/daemon.log"
 	DAEMON_ARGS="$*"
 	mkdir "$MNT" || exit 1
