@@ -767,7 +767,9 @@ int queen_event_watch(struct queen *q, const char *queue, bool on);
  * queen_events - drain the announcements received so far, calling cb with
  * the queue name of each and the id of the partition that may now be
  * leased (user.queen.partition_id's number; 0: any of the queue, as after
- * a seek or its deletion).  A queue may come more than once.  Never
+ * a seek or its deletion).  A queue may come more than once.  When the
+ * store had to listen again on a new connection, every watched queue
+ * comes once with 0 first: what was announced in between is lost.  Never
  * blocks.  Returns 0, the callback's non-zero value, -ENOTSUP as above,
  * or -EIO.
  */

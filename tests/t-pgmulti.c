@@ -920,18 +920,21 @@ test_lost_connection(void)
 	fix_close(&f);
 }
 
-/* How many sessions of app last ran a query that starts with what. */
+/*
+ * How many sessions of app last ran a query that starts with what (or,
+ * with unlike, does not); terminated, with terminate.
+ */
 static int64_t
 sessions_like(const struct fix *f, const char *app, const char *what,
-    bool terminate)
+    bool unlike, bool terminate)
 {
 	char sql[300];
 
 	snprintf(sql, sizeof(sql),
 	    "SELECT %s FROM pg_stat_activity "
-	    "WHERE application_name = '%s' AND query LIKE '%s%%'",
+	    "WHERE application_name = '%s' AND query %sLIKE '%s%%'",
 	    terminate ? "count(pg_terminate_backend(pid))" : "count(*)", app,
-	    what);
+	    unlike ? "NOT " : "", what);
 	return sql_value(f, sql);
 }
 
@@ -976,7 +979,7 @@ test_listener(void)
 	fd = queen_event_fd(b);
 	ok(fd >= 0, "listener: b has a descriptor");
 	is_int(queen_event_watch(b, "lq", true), 1, "listener: b watches lq");
-	is_int(sessions_like(&f, app, "LISTEN", false), 1,
+	is_int(sessions_like(&f, app, "LISTEN", false, false), 1,
 	    "listener: one session of b listens");
 
 	is_int(queen_batch_begin(b, 0), 0, "listener: b opens a batch");
@@ -991,7 +994,7 @@ test_listener(void)
 	is_int(push1(a, "lq", NULL, "m3", "x"), 3, "listener: a pushes m3");
 	is_int(named(b, fd, 5000, "lq"), 1, "listener: b hears it");
 	take(a, "lq", "m3");
-	is_int(sessions_like(&f, app, "LISTEN", true), 1,
+	is_int(sessions_like(&f, app, "LISTEN", false, true), 1,
 	    "listener: the server drops b's listening session");
 	/* the server's goodbye, then the end of the stream: libpq may
 	 * take one read for each */
@@ -1006,8 +1009,13 @@ test_listener(void)
 	    "listener: with the reason (%s)", queen_errmsg(b));
 	fd2 = queen_event_fd(b);
 	ok(fd2 >= 0, "listener: asked again, b listens on a new session");
-	is_int(sessions_like(&f, app, "LISTEN", false), 1,
+	is_int(sessions_like(&f, app, "LISTEN", false, false), 1,
 	    "listener: which listens to lq again");
+	last_part = -1;
+	is_int(named(b, fd2, 0, "lq"), 1,
+	    "listener: and says lq may have changed unheard");
+	is_int((int)last_part, 0, "listener: all of it");
+	is_int(named(b, fd2, 300, "lq"), 0, "listener: once");
 	is_int(push1(a, "lq", NULL, "m4", "x"), 4, "listener: a pushes m4");
 	is_int(named(b, fd2, 5000, "lq"), 1, "listener: b hears it");
 	ok(!queen_failed(b, why, sizeof(why)),
@@ -1016,8 +1024,25 @@ test_listener(void)
 	    why);
 	is_int(push1(b, "other", NULL, "o2", "x"), 2,
 	    "listener: b's calls carry on on their own session");
+
+	/* the calls' session is lost: the listening one is made again
+	 * with it (its server may be gone without a word) */
+	is_int(sessions_like(&f, app, "LISTEN", true, true), 1,
+	    "listener: the server drops b's calls' session");
+	usleep(100000);
+	is_int(push1(b, "other", NULL, "o3", "x"), 3,
+	    "listener: b's next call reconnects");
+	fd2 = queen_event_fd(b);
+	ok(fd2 >= 0, "listener: b has a descriptor after it");
+	last_part = -1;
+	is_int(named(b, fd2, 0, "lq"), 1,
+	    "listener: on a new session, which says lq may have changed");
+	is_int((int)last_part, 0, "listener: all of it, again");
+	take(a, "lq", "m4");
+	is_int(push1(a, "lq", NULL, "m5", "x"), 5, "listener: a pushes m5");
+	is_int(named(b, fd2, 5000, "lq"), 1, "listener: b hears it there");
 	queen_close(b);
-	is_int(sessions_like(&f, app, "", false), 0,
+	is_int(sessions_like(&f, app, "", false, false), 0,
 	    "listener: closing b ends all its sessions");
 	fix_close(&f);
 }

@@ -626,6 +626,10 @@ reconnect(struct store *s)
 	if (PQstatus(s->c) != CONNECTION_OK)
 		return fail(s, NULL);
 	s->broken = false;
+	/* the listening session is made again too: its server may be one
+	 * that is gone without a word (a failover's old primary) */
+	if (s->lc)
+		s->lc_broken = true;
 	return session(s);
 }
 
@@ -1075,6 +1079,8 @@ lc_ready(struct store *s)
 		PQsetNoticeProcessor(s->lc, no_notices, NULL);
 	} else {
 		PQreset(s->lc);
+		/* what was announced in between is lost: see pg_events */
+		s->lc_fresh = true;
 	}
 	if (PQstatus(s->lc) != CONNECTION_OK)
 		return lc_fail(s, NULL);
@@ -1209,6 +1215,13 @@ pg_events(struct store *s, queen_event_cb cb, void *arg)
 
 	if (!s->lc || s->lc_broken)
 		return 0;
+	/* a new listening session: every queue watched may have changed
+	 * unheard, as after a seek (the whole queue, partition 0) */
+	for (size_t i = 0; s->lc_fresh && rc == 0 && i < s->nchans; i++)
+		rc = cb(arg, s->chans[i].name, 0);
+	if (rc != 0)
+		return rc;
+	s->lc_fresh = false;
 	if (!PQconsumeInput(s->lc) || PQstatus(s->lc) != CONNECTION_OK)
 		return lc_fail(s, NULL);
 	while (rc == 0 && (n = PQnotifies(s->lc)) != NULL) {

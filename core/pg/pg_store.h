@@ -114,6 +114,7 @@ struct store {
 	int64_t nsp;
 	PGconn *lc;
 	bool lc_broken; /* make a new session before the next use */
+	bool lc_fresh;  /* one was made again: say so at the next events */
 	struct chan *chans;
 	size_t nchans, capchans;
 	bool corrupt;           /* the last failure was corruption */
