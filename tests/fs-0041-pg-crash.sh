@@ -26,86 +26,8 @@ test_expect_success 'three more daemons on the same schema; a queue of four part
 	grep -qx "lease_time = 3" "$TRASH/c/queues/dur/config"
 '
 
-cat >"$TRASH/producer.py" <<\PYEOF
-# producer.py MNT WHO: pushes WHO-1, WHO-2, ... into partition p(seq % 4)
-# until ./stop exists; records a push in pushed.WHO only once its close()
-# returned 0.  Errors (the daemon was killed) skip that number.
-import os, sys, time
-q, who = sys.argv[1] + "/queues/dur", sys.argv[2]
-with open("pushed." + who, "a") as log:
-    seq = 0
-    while not os.path.exists("stop"):
-        if seq >= 4000:
-            time.sleep(0.1)
-            continue
-        seq += 1
-        time.sleep(0.002)
-        name = "%s-%d" % (who, seq)
-        try:
-            fd = os.open("%s/partitions/p%d/%s" % (q, seq % 4, name),
-                         os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-            try:
-                os.write(fd, b"payload of " + name.encode())
-            finally:
-                os.close(fd)
-        except OSError:
-            time.sleep(0.1)
-            continue
-        log.write(name + "\n")
-        log.flush()
-PYEOF
-
-cat >"$TRASH/consumer.py" <<\PYEOF
-# consumer.py MNT WHO: reads next, acks; until ./stop exists and the queue
-# gave ENODATA twice in a row.  deliv.WHO: "t_read txid offset" per message
-# read; acked.WHO: "t_start t_done txid offset" per rename() that returned
-# 0; tried.WHO: txid of each ack attempted.  Times: CLOCK_MONOTONIC ns.
-import errno, os, sys, time
-q, who = sys.argv[1] + "/queues/dur", sys.argv[2]
-deliv = open("deliv." + who, "a")
-acked = open("acked." + who, "a")
-tried = open("tried." + who, "a")
-idle = errs = 0
-while not (os.path.exists("stop") and idle >= 2):
-    try:
-        with open(q + "/next", "rb") as f:
-            line = f.read().decode().strip()
-    except (OSError, TypeError) as e:
-        # TypeError: a read of an aborted FUSE connection, in CPython
-        e.errno = getattr(e, "errno", None) or errno.ENOTCONN
-        if e.errno == errno.ENODATA:
-            idle += 1
-        else:
-            # a killed daemon answers ENOTCONN until remounted; give up
-            # only once told to stop and the mount stays broken
-            errs += 1
-            if os.path.exists("stop") and errs > 100:
-                sys.exit("consumer %s: %s" % (who, e))
-            time.sleep(0.1)
-        continue
-    errs = 0
-    if not line:
-        continue
-    idle = 0
-    t = time.monotonic_ns()
-    txid = line.rsplit("/", 1)[1]
-    try:
-        off = int(os.getxattr(q + "/" + line, "user.queen.offset"))
-    except OSError:
-        off = -1
-    deliv.write("%d %s %d\n" % (t, txid, off))
-    deliv.flush()
-    tried.write(txid + "\n")
-    tried.flush()
-    t0 = time.monotonic_ns()
-    try:
-        os.rename(q + "/" + line, q + "/ack/" + txid)
-    except OSError:
-        time.sleep(0.05)
-        continue
-    acked.write("%d %d %s %d\n" % (t0, time.monotonic_ns(), txid, off))
-    acked.flush()
-PYEOF
+# the producer and the consumer of each mount: tests/qload.py
+QLOAD="$TEST_DIRECTORY/qload.py"
 
 # rand N: a number in 0..N-1
 rand () {
@@ -118,12 +40,12 @@ test_expect_success "a producer and a consumer per mount; $CRASH_CYCLES kill -9 
 	for w in b c d; do
 		: >pushed.$w && : >deliv.$w && : >acked.$w && : >tried.$w || return 1
 	done &&
-	{ "$PYTHON3" producer.py "$TRASH/b" b & } && pb=$! && track_pid $pb &&
-	{ "$PYTHON3" producer.py "$TRASH/c" c & } && pc=$! && track_pid $pc &&
-	{ "$PYTHON3" producer.py "$TRASH/d" d & } && pd=$! && track_pid $pd &&
-	{ "$PYTHON3" consumer.py "$TRASH/b" b & } && cb=$! && track_pid $cb &&
-	{ "$PYTHON3" consumer.py "$TRASH/c" c & } && cc=$! && track_pid $cc &&
-	{ "$PYTHON3" consumer.py "$TRASH/d" d & } && cdd=$! && track_pid $cdd &&
+	{ "$PYTHON3" "$QLOAD" produce "$TRASH/b" dur b 0.002 4000 & } && pb=$! && track_pid $pb &&
+	{ "$PYTHON3" "$QLOAD" produce "$TRASH/c" dur c 0.002 4000 & } && pc=$! && track_pid $pc &&
+	{ "$PYTHON3" "$QLOAD" produce "$TRASH/d" dur d 0.002 4000 & } && pd=$! && track_pid $pd &&
+	{ "$PYTHON3" "$QLOAD" consume "$TRASH/b" dur b & } && cb=$! && track_pid $cb &&
+	{ "$PYTHON3" "$QLOAD" consume "$TRASH/c" dur c & } && cc=$! && track_pid $cc &&
+	{ "$PYTHON3" "$QLOAD" consume "$TRASH/d" dur d & } && cdd=$! && track_pid $cdd &&
 	wait_until 20 "test \$(cat pushed.* | wc -l) -ge 60 && test \$(cat acked.* | wc -l) -ge 20" &&
 	i=0 &&
 	while test $i -lt $CRASH_CYCLES; do
@@ -159,7 +81,7 @@ test_expect_success 'every mount serves again after the kills' '
 test_expect_success 'the leases of killed daemons expire: the rest is delivered, then nothing is left' '
 	sleep 3.5 &&
 	: >deliv.z && : >acked.z && : >tried.z &&
-	timeout 60 "$PYTHON3" consumer.py "$TRASH/b" z &&
+	timeout 60 "$PYTHON3" "$QLOAD" consume "$TRASH/b" dur z &&
 	echo "delivered again at the end: $(wc -l <deliv.z)" &&
 	test_is 0 "$(stat_of "$A/queues/dur/stats" depth)" depth &&
 	test_is 0 "$(stat_of "$TRASH/c/queues/dur/stats" leases)" leases

@@ -67,78 +67,8 @@ test_expect_success 'a third mount lists a host that never answers between the t
 	grep -qx "lease_time = 3" "$TRASH/c/queues/fo/config"
 '
 
-cat >"$TRASH/producer.py" <<\PYEOF
-# producer.py MNT WHO: pushes WHO-1, WHO-2, ... into partition p(seq % 4)
-# until ./stop exists; pushed.WHO gets a name once its close() returned 0,
-# refused.WHO "name errno" for each one refused.
-import os, sys, time
-q, who = sys.argv[1] + "/queues/fo", sys.argv[2]
-log = open("pushed." + who, "a")
-bad = open("refused." + who, "a")
-seq = 0
-while not os.path.exists("stop"):
-    seq += 1
-    time.sleep(0.005)
-    name = "%s-%d" % (who, seq)
-    try:
-        fd = os.open("%s/partitions/p%d/%s" % (q, seq % 4, name),
-                     os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            os.write(fd, b"payload of " + name.encode())
-        finally:
-            os.close(fd)
-    except OSError as e:
-        bad.write("%s %s\n" % (name, e.errno))
-        bad.flush()
-        time.sleep(0.05)
-        continue
-    log.write(name + "\n")
-    log.flush()
-PYEOF
-
-cat >"$TRASH/consumer.py" <<\PYEOF
-# consumer.py MNT WHO: reads next, acks; until ./stop exists and the queue
-# gave ENODATA twice in a row.  deliv.WHO: "t txid offset" per message
-# read; acked.WHO: "t txid offset" per rename() that returned 0 (t: when
-# it returned, CLOCK_MONOTONIC ns); errs.WHO: "call errno" per failure.
-import errno, os, sys, time
-q, who = sys.argv[1] + "/queues/fo", sys.argv[2]
-deliv = open("deliv." + who, "a")
-acked = open("acked." + who, "a")
-errs = open("errs." + who, "a")
-idle = 0
-while not (os.path.exists("stop") and idle >= 2):
-    try:
-        with open(q + "/next", "rb") as f:
-            line = f.read().decode().strip()
-    except OSError as e:
-        if e.errno == errno.ENODATA:
-            idle += 1
-        else:
-            errs.write("next %s\n" % e.errno)
-            errs.flush()
-            time.sleep(0.05)
-        continue
-    if not line:
-        continue
-    idle = 0
-    txid = line.rsplit("/", 1)[1]
-    try:
-        off = int(os.getxattr(q + "/" + line, "user.queen.offset"))
-    except OSError:
-        off = -1
-    deliv.write("%d %s %d\n" % (time.monotonic_ns(), txid, off))
-    deliv.flush()
-    try:
-        os.rename(q + "/" + line, q + "/ack/" + txid)
-    except OSError as e:
-        errs.write("rename %s\n" % e.errno)
-        errs.flush()
-        time.sleep(0.05)
-        continue
-    acked.write("%d %s %d\n" % (time.monotonic_ns(), txid, off))
-    acked.flush()
-PYEOF
+# the producer and the consumer of each mount: tests/qload.py
+QLOAD="$TEST_DIRECTORY/qload.py"
 
 # count PATTERN: the lines of the files matching PATTERN (0 if none)
 count () {
@@ -151,10 +81,10 @@ test_expect_success 'producers and consumers on both mounts; the primary stops, 
 		: >pushed.$w && : >refused.$w && : >deliv.$w && : >acked.$w &&
 		: >errs.$w || return 1
 	done &&
-	{ "$PYTHON3" producer.py "$A" a & } && pa=$! && track_pid $pa &&
-	{ "$PYTHON3" producer.py "$B" b & } && pb=$! && track_pid $pb &&
-	{ "$PYTHON3" consumer.py "$A" a & } && ca=$! && track_pid $ca &&
-	{ "$PYTHON3" consumer.py "$B" b & } && cb=$! && track_pid $cb &&
+	{ "$PYTHON3" "$QLOAD" produce "$A" fo a & } && pa=$! && track_pid $pa &&
+	{ "$PYTHON3" "$QLOAD" produce "$B" fo b & } && pb=$! && track_pid $pb &&
+	{ "$PYTHON3" "$QLOAD" consume "$A" fo a & } && ca=$! && track_pid $ca &&
+	{ "$PYTHON3" "$QLOAD" consume "$B" fo b & } && cb=$! && track_pid $cb &&
 	wait_until 30 "test \$(count pushed.a) -ge 40 && test \$(count pushed.b) -ge 40 && test \$(count \"acked.*\") -ge 30" &&
 	echo "before: pushed $(count "pushed.*"), acked $(count "acked.*")" &&
 	pgpair_crash_primary &&
@@ -242,7 +172,7 @@ test_expect_success 'every confirmed ack is at or below its committed cursor on 
 	bad, n = [], 0
 	for f in glob.glob("acked.*"):
 	    for l in open(f):
-	        t, txid, off = l.split()
+	        t0, t, txid, off = l.split()
 	        if int(off) < 0:
 	            continue
 	        n += 1
@@ -260,7 +190,7 @@ test_expect_success 'every confirmed ack is at or below its committed cursor on 
 test_expect_success 'no confirmed ack is delivered again, also once the leases ran out' '
 	sleep 3.5 &&
 	: >deliv.z && : >acked.z && : >errs.z &&
-	timeout 60 "$PYTHON3" consumer.py "$B" z &&
+	timeout 60 "$PYTHON3" "$QLOAD" consume "$B" fo z &&
 	echo "delivered at the end: $(wc -l <deliv.z)" &&
 	"$PYTHON3" - <<-\EOF
 	import glob, sys
@@ -268,7 +198,7 @@ test_expect_success 'no confirmed ack is delivered again, also once the leases r
 	acked = {}
 	for f in glob.glob("acked.*"):
 	    for l in open(f):
-	        t, n, off = l.split()
+	        t0, t, n, off = l.split()
 	        if n in acked:
 	            bad.append("acked twice: " + n)
 	        acked[n] = int(t)
