@@ -743,9 +743,10 @@ int queen_kv_ns_set_owner(struct queen *q, const char *ns,
 
 /*
  * queen_event_fd - a descriptor that becomes readable when an
- * announcement for a watched queue arrives.  Before polling it after a
- * queen_event_watch, call queen_events: the watch may have read
- * announcements off it (no other call does).  The descriptor is not the
+ * announcement for a watched queue arrives.  Before polling it after
+ * this call or a queen_event_watch, call queen_events: either may have
+ * read announcements off it, or listened again on a new connection (no
+ * other call does).  The descriptor is not the
  * one the store's other calls use.  It may change after a lost connection
  * is re-established, so ask again after a storage error.  Returns the
  * descriptor, or -ENOTSUP when the store has no such channel (SQLite: one

@@ -145,11 +145,12 @@ drain_locked(void)
 		E.tail = &E.head;
 		pthread_mutex_unlock(&E.mu);
 		run_batch(list);
-		/* a watch may have read announcements off the descriptor:
-		 * poll() would not see them */
+		tend_waiters(fs_now());
+		/* a watch (in those batches, or the waiters' retries) may
+		 * have read announcements off the descriptor: poll() would
+		 * not see them.  Those it wakes are due now (next_wake). */
 		if (E.ev_unread)
 			event_fd(fs_now());
-		tend_waiters(fs_now());
 		pthread_mutex_lock(&E.mu);
 	}
 	w = next_wake();

@@ -13,7 +13,10 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -1042,8 +1045,200 @@ test_listener(void)
 	is_int(push1(a, "lq", NULL, "m5", "x"), 5, "listener: a pushes m5");
 	is_int(named(b, fd2, 5000, "lq"), 1, "listener: b hears it there");
 	queen_close(b);
+	/* the server's backends exit a moment after the client goes */
+	for (i = 0; i < 50 && sessions_like(&f, app, "", false, false); i++)
+		usleep(100000);
 	is_int(sessions_like(&f, app, "", false, false), 0,
 	    "listener: closing b ends all its sessions");
+	fix_close(&f);
+}
+
+/*
+ * A relay between a handle and the server, on a unix socket of its own,
+ * that can go the way a host that vanished does: cut, the first session
+ * through it is closed, new ones are refused, and the others are left
+ * open and never answered again (nothing tells their client).
+ */
+#define RELAY_MAX 8
+struct relay {
+	char dir[64];          /* its socket: dir/.s.PGSQL.5432 */
+	struct sockaddr_un up; /* the server's */
+	int lfd;
+	int cfd[RELAY_MAX], sfd[RELAY_MAX]; /* client, server ends */
+	atomic_int n;
+	atomic_bool cut, stop;
+	bool was_cut;
+	pthread_t th;
+};
+
+static void *
+relay_main(void *arg)
+{
+	struct relay *r = arg;
+	char buf[16384];
+
+	while (!atomic_load(&r->stop)) {
+		struct pollfd p[1 + 2 * RELAY_MAX];
+		int n = atomic_load(&r->n), np = 1, i;
+
+		if (atomic_load(&r->cut) && !r->was_cut) {
+			r->was_cut = true;
+			if (n > 0) {
+				close(r->cfd[0]);
+				close(r->sfd[0]);
+			}
+		}
+		p[0] = (struct pollfd){ .fd = r->lfd, .events = POLLIN };
+		for (i = 0; !r->was_cut && i < n; i++) {
+			p[np++] = (struct pollfd){ .fd = r->cfd[i],
+				.events = POLLIN };
+			p[np++] = (struct pollfd){ .fd = r->sfd[i],
+				.events = POLLIN };
+		}
+		if (poll(p, (nfds_t)np, 50) <= 0)
+			continue;
+		if (p[0].revents & POLLIN) {
+			int c = accept(r->lfd, NULL, NULL), u;
+
+			if (c < 0)
+				continue;
+			u = socket(AF_UNIX, SOCK_STREAM, 0);
+			if (r->was_cut || n == RELAY_MAX || u < 0 ||
+			    connect(u, (struct sockaddr *)&r->up,
+				sizeof(r->up)) < 0) {
+				close(c);
+				if (u >= 0)
+					close(u);
+				continue;
+			}
+			r->cfd[n] = c;
+			r->sfd[n] = u;
+			atomic_store(&r->n, n + 1);
+		}
+		for (i = 1; i < np; i++) {
+			int from = p[i].fd, k = (i - 1) / 2;
+			int to = from == r->cfd[k] ? r->sfd[k] : r->cfd[k];
+			ssize_t got;
+
+			if (!(p[i].revents & (POLLIN | POLLHUP)))
+				continue;
+			got = read(from, buf, sizeof(buf));
+			if (got <= 0 || write(to, buf, (size_t)got) != got)
+				shutdown(to, SHUT_WR);
+		}
+	}
+	for (int i = r->was_cut ? 1 : 0; i < atomic_load(&r->n); i++) {
+		close(r->cfd[i]);
+		close(r->sfd[i]);
+	}
+	close(r->lfd);
+	return NULL;
+}
+
+/* 0, or -1 when QUEEN_TEST_PG names no unix socket to relay to. */
+static int
+relay_start(struct relay *r)
+{
+	const char *uri = getenv("QUEEN_TEST_PG"), *h = strstr(uri, "host=");
+	struct sockaddr_un me = { .sun_family = AF_UNIX };
+	size_t len = h ? strcspn(h + 5, "&") : 0;
+
+	memset(r, 0, sizeof(*r));
+	if (!h || h[5] != '/' || len + 20 > sizeof(r->up.sun_path))
+		return -1;
+	r->up.sun_family = AF_UNIX;
+	snprintf(r->up.sun_path, sizeof(r->up.sun_path), "%.*s/.s.PGSQL.5432",
+	    (int)len, h + 5);
+	snprintf(r->dir, sizeof(r->dir), "/tmp/qrelay.XXXXXX");
+	if (!mkdtemp(r->dir))
+		return -1;
+	snprintf(me.sun_path, sizeof(me.sun_path), "%s/.s.PGSQL.5432", r->dir);
+	if ((r->lfd = socket(AF_UNIX, SOCK_STREAM, 0)) < 0 ||
+	    bind(r->lfd, (struct sockaddr *)&me, sizeof(me)) < 0 ||
+	    listen(r->lfd, 8) < 0)
+		return -1;
+	return pthread_create(&r->th, NULL, relay_main, r) == 0 ? 0 : -1;
+}
+
+static void
+relay_stop(struct relay *r)
+{
+	char path[100];
+
+	atomic_store(&r->stop, true);
+	pthread_join(r->th, NULL);
+	snprintf(path, sizeof(path), "%s/.s.PGSQL.5432", r->dir);
+	unlink(path);
+	rmdir(r->dir);
+}
+
+static void
+on_alarm(int sig)
+{
+	static const char msg[] = "not ok - gone: a call on the vanished "
+				  "server blocked for 20 s\n";
+
+	(void)sig;
+	if (write(1, msg, sizeof(msg) - 1) < 0) {
+		/* nothing more to say */
+	}
+	_exit(1);
+}
+
+/*
+ * The server vanishes under b: its calls' session is cut, new sessions
+ * are refused, and its listening session is left hanging.  Once a call
+ * has found the server gone, nothing b does waits on the hanging one:
+ * no UNLISTEN is sent down it, and the descriptor is asked of a new one
+ * (refused too) instead.
+ */
+static void
+test_listener_gone(void)
+{
+	struct fix f;
+	struct queen *a = fix_open(&f, "pgm-gone");
+	struct queen *b = NULL;
+	struct queen_options o = { 0 };
+	struct relay r;
+	char uri[400];
+	int i, rc;
+
+	if (relay_start(&r) != 0) {
+		skip(9, "gone: QUEEN_TEST_PG names no unix socket to relay to");
+		fix_close(&f);
+		return;
+	}
+	snprintf(uri, sizeof(uri),
+	    "postgresql:///postgres?host=%s&"
+	    "user=postgres&options=-csearch_path%%3D%s",
+	    r.dir, f.schema);
+	o.path = uri;
+	o.sync = QUEEN_SYNC_OFF;
+	o.clock = my_clock;
+	o.clock_arg = &f;
+	is_int(queen_open(&o, &b), 0, "gone: b opens through the relay");
+	push1(a, "gq", NULL, "m1", "x");
+	take(a, "gq", "m1");
+	ok(b && queen_event_fd(b) >= 0, "gone: b has a descriptor");
+	is_int(b ? queen_event_watch(b, "gq", true) : -1, 1,
+	    "gone: b watches gq");
+	is_int(atomic_load(&r.n), 2,
+	    "gone: b's calls and its listening go through the relay");
+	atomic_store(&r.cut, true);
+	for (i = 0; i < 100 && !r.was_cut; i++)
+		usleep(20000);
+	signal(SIGALRM, on_alarm);
+	alarm(20);
+	rc = (int)push1(b, "other", NULL, "o1", "x");
+	is_int(rc, -EIO, "gone: b's next call finds the server gone");
+	rc = (int)push1(b, "other", NULL, "o2", "x");
+	is_int(rc, -EIO, "gone: and the one after it cannot reconnect");
+	is_int(queen_event_watch(b, "gq", false), 0,
+	    "gone: b stops watching gq without waiting on its listener");
+	ok(queen_event_fd(b) < 0, "gone: and has no descriptor meanwhile");
+	alarm(0);
+	queen_close(b);
+	relay_stop(&r);
 	fix_close(&f);
 }
 
@@ -1301,6 +1496,7 @@ main(void)
 	test_migrate();
 	test_lost_connection();
 	test_listener();
+	test_listener_gone();
 	test_sent_write_fails();
 	test_cursor_repair();
 	test_lease_durable();

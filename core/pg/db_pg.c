@@ -543,8 +543,21 @@ fail(struct store *s, const PGresult *r)
 	s->corrupt = pg_corrupt(state);
 	if (PQstatus(s->c) != CONNECTION_OK ||
 	    (state && strncmp(state, "08", 2) == 0))
-		s->broken = true;
+		pg_broken(s);
 	return pg_errno(state);
+}
+
+/*
+ * The calls' connection is lost: the listening one is given up with it,
+ * since its server may be one gone without a word (a failover's old
+ * primary), where an UNLISTEN would wait for TCP to give up.  Both are
+ * made again when next used.
+ */
+void
+pg_broken(struct store *s)
+{
+	s->broken = true;
+	s->lc_broken = true;
 }
 
 int
@@ -626,10 +639,9 @@ reconnect(struct store *s)
 	if (PQstatus(s->c) != CONNECTION_OK)
 		return fail(s, NULL);
 	s->broken = false;
-	/* the listening session is made again too: its server may be one
-	 * that is gone without a word (a failover's old primary) */
-	if (s->lc)
-		s->lc_broken = true;
+	/* the listening session is made again too (see pg_broken), also
+	 * when libpq alone knew this one was lost */
+	s->lc_broken = true;
 	return session(s);
 }
 
@@ -1035,15 +1047,22 @@ chan_name(const struct store *s, int64_t qid, char *buf, size_t len)
 	    (long long)qid);
 }
 
-/* lc failed: its message, and a new session at the next event_fd. */
+/*
+ * lc failed: its message, and if the session is lost, a new one at the
+ * next event_fd.  A refusal on a live session (LISTEN on a standby) only
+ * fails the call: a new session would be refused the same.
+ */
 static int
 lc_fail(struct store *s, PGresult *r)
 {
+	const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
 	const char *msg = r ? PQresultErrorMessage(r) : "";
 
 	set_err(s, msg[0] ? msg : PQerrorMessage(s->lc));
+	if (PQstatus(s->lc) != CONNECTION_OK || !state ||
+	    strncmp(state, "08", 2) == 0)
+		s->lc_broken = true;
 	PQclear(r);
-	s->lc_broken = true;
 	return -EIO;
 }
 
@@ -1074,8 +1093,10 @@ lc_ready(struct store *s)
 	if (s->lc && !s->lc_broken && PQstatus(s->lc) == CONNECTION_OK)
 		return 0;
 	if (!s->lc) {
-		if (!(s->lc = connect_db(s->conninfo)))
+		if (!(s->lc = connect_db(s->conninfo))) {
+			snprintf(s->err, sizeof(s->err), "out of memory");
 			return -ENOMEM;
+		}
 		PQsetNoticeProcessor(s->lc, no_notices, NULL);
 	} else {
 		PQreset(s->lc);

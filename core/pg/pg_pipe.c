@@ -17,7 +17,7 @@ lost(struct store *s)
 {
 	int rc = pg_fail(s, NULL);
 
-	s->broken = true;
+	pg_broken(s);
 	s->npend = 0;
 	pg_append_drop(s);
 	return rc ? rc : -EIO;

@@ -218,6 +218,7 @@ struct args {
 
 /* db_pg.c */
 int pg_fail(struct store *s, const PGresult *r);
+void pg_broken(struct store *s);
 const char *pg_stmt_name(enum stmt id);
 const char *pg_stmt_sql(enum stmt id);
 bool pg_stmt_reads(enum stmt id);
