@@ -746,11 +746,11 @@ int queen_kv_ns_set_owner(struct queen *q, const char *ns,
  * announcement for a watched queue arrives.  Before polling it after
  * this call or a queen_event_watch, call queen_events: either may have
  * read announcements off it, or listened again on a new connection (no
- * other call does).  The descriptor is not the
- * one the store's other calls use.  It may change after a lost connection
- * is re-established, so ask again after a storage error.  Returns the
- * descriptor, or -ENOTSUP when the store has no such channel (SQLite: one
- * file, one writer), -EIO.
+ * other call does).  It is not the descriptor the store's other calls
+ * use, and it may change after a lost connection is re-established, so
+ * ask again after a storage error.  Returns the descriptor, or -ENOTSUP
+ * when the store has no such channel (SQLite: one file, one writer),
+ * -EIO.
  */
 int queen_event_fd(struct queen *q);
 
