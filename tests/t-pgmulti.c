@@ -1066,8 +1066,7 @@ struct relay {
 	int lfd;
 	int cfd[RELAY_MAX], sfd[RELAY_MAX]; /* client, server ends */
 	atomic_int n;
-	atomic_bool cut, stop;
-	bool was_cut;
+	atomic_bool cut, stop, was_cut;
 	pthread_t th;
 };
 
@@ -1081,11 +1080,12 @@ relay_main(void *arg)
 		struct pollfd p[1 + 2 * RELAY_MAX];
 		int n = atomic_load(&r->n), np = 1, i;
 
-		if (atomic_load(&r->cut) && !r->was_cut) {
-			r->was_cut = true;
+		if (atomic_load(&r->cut) && !atomic_load(&r->was_cut)) {
+			atomic_store(&r->was_cut, true);
 			if (n > 0) {
 				close(r->cfd[0]);
 				close(r->sfd[0]);
+				r->cfd[0] = r->sfd[0] = -1;
 			}
 		}
 		p[0] = (struct pollfd){ .fd = r->lfd, .events = POLLIN };
@@ -1123,13 +1123,20 @@ relay_main(void *arg)
 			if (!(p[i].revents & (POLLIN | POLLHUP)))
 				continue;
 			got = read(from, buf, sizeof(buf));
-			if (got <= 0 || write(to, buf, (size_t)got) != got)
-				shutdown(to, SHUT_WR);
+			if (got <= 0 || write(to, buf, (size_t)got) != got) {
+				/* one end went: so does the pair */
+				close(r->cfd[k]);
+				close(r->sfd[k]);
+				r->cfd[k] = r->sfd[k] = -1;
+				i += i % 2; /* past the pair's other end */
+			}
 		}
 	}
-	for (int i = r->was_cut ? 1 : 0; i < atomic_load(&r->n); i++) {
-		close(r->cfd[i]);
-		close(r->sfd[i]);
+	for (int i = 0; i < atomic_load(&r->n); i++) {
+		if (r->cfd[i] >= 0)
+			close(r->cfd[i]);
+		if (r->sfd[i] >= 0)
+			close(r->sfd[i]);
 	}
 	close(r->lfd);
 	return NULL;
@@ -1225,7 +1232,7 @@ test_listener_gone(void)
 	is_int(atomic_load(&r.n), 2,
 	    "gone: b's calls and its listening go through the relay");
 	atomic_store(&r.cut, true);
-	for (i = 0; i < 100 && !r.was_cut; i++)
+	for (i = 0; i < 100 && !atomic_load(&r.was_cut); i++)
 		usleep(20000);
 	signal(SIGALRM, on_alarm);
 	alarm(20);
