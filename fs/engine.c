@@ -72,10 +72,9 @@ static struct {
 	atomic_bool ev_hup;     /* it broke (the engine's poll saw it) */
 	int64_t ev_retry;       /* when to ask again after an error */
 	bool ev_logged;
-	uint64_t ev_failures;   /* commit_failures when last asked */
-	bool events;            /* the store announces across mounts */
-	bool ev_unread;         /* a watch since the last queen_events */
-	struct watch *watches;  /* the queues whose announcements we get */
+	bool events;           /* the store announces across mounts */
+	bool ev_unread;        /* a watch since the last queen_events */
+	struct watch *watches; /* the queues whose announcements we get */
 	bool watch_logged;
 	struct engine_counters c;
 } E = { .mu = PTHREAD_MUTEX_INITIALIZER, .kickfd = -1, .evfd = -1 };
@@ -758,9 +757,9 @@ event_lost(int rc, int64_t now)
 /*
  * The descriptor to poll, asked again every time (cheap: it can change
  * when the store reconnects), after draining what the store has read off
- * it already.  When it changed, or a commit failed (perhaps a reconnect
- * under the same number), announcements may have been lost in between:
- * every waiter tries again once.
+ * it already.  When it changed, announcements may have been lost in
+ * between: every waiter tries again once.  A store that listens again
+ * under the same number says so itself, in queen_events (queen.h).
  */
 static int
 event_fd(int64_t now)
@@ -776,12 +775,6 @@ event_fd(int64_t now)
 	if ((fd = queen_event_fd(E.q)) < 0) {
 		event_lost(fd, now);
 		return -1;
-	}
-	/* a failed commit may have been a lost connection, re-made since
-	 * under the same descriptor number: retry the waiters too */
-	if (E.c.commit_failures != E.ev_failures) {
-		E.ev_failures = E.c.commit_failures;
-		notify_queue(NULL);
 	}
 	if (fd != E.evfd) {
 		if (E.ev_logged)
