@@ -891,38 +891,6 @@ test_migrate(void)
 	fix_close(&f);
 }
 
-/* The server drops a's connection; a's next call reconnects. */
-static void
-test_lost_connection(void)
-{
-	struct fix f;
-	struct queen *q = fix_open(&f, "pgm-lost");
-	struct queen *a;
-	char app[40], sql[160], why[200] = "";
-	PGconn *c;
-	PGresult *r;
-
-	snprintf(app, sizeof(app), "queen_lost_%d", (int)getpid());
-	a = open_other(&f, app);
-	is_int(push1(a, Q, NULL, "m1", "x"), 1, "lost: push");
-	c = PQconnectdb(getenv("QUEEN_TEST_PG"));
-	snprintf(sql, sizeof(sql), "SELECT pg_terminate_backend(pid) FROM "
-	    "pg_stat_activity WHERE application_name = '%s'", app);
-	r = PQexec(c, sql);
-	ok(PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1,
-	    "lost: a's backend terminated");
-	PQclear(r);
-	PQfinish(c);
-	usleep(100000);
-	is_int(push1(a, Q, NULL, "m2", "x"), 2,
-	    "lost: the next push reconnects and lands");
-	ok(!queen_failed(a, why, sizeof(why)), "lost: a is not failed (%s)",
-	    why);
-	is_int(tail_of(q, Q, NULL), 2, "lost: the other handle sees it");
-	queen_close(a);
-	fix_close(&f);
-}
-
 /*
  * How many sessions of app last ran a query that starts with what (or,
  * with unlike, does not); terminated, with terminate.
@@ -939,6 +907,30 @@ sessions_like(const struct fix *f, const char *app, const char *what,
 	    terminate ? "count(pg_terminate_backend(pid))" : "count(*)", app,
 	    unlike ? "NOT " : "", what);
 	return sql_value(f, sql);
+}
+
+/* The server drops a's connection; a's next call reconnects. */
+static void
+test_lost_connection(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "pgm-lost");
+	struct queen *a;
+	char app[40], why[200] = "";
+
+	snprintf(app, sizeof(app), "queen_lost_%d", (int)getpid());
+	a = open_other(&f, app);
+	is_int(push1(a, Q, NULL, "m1", "x"), 1, "lost: push");
+	is_int(sessions_like(&f, app, "", false, true), 1,
+	    "lost: a's backend terminated");
+	usleep(100000);
+	is_int(push1(a, Q, NULL, "m2", "x"), 2,
+	    "lost: the next push reconnects and lands");
+	ok(!queen_failed(a, why, sizeof(why)), "lost: a is not failed (%s)",
+	    why);
+	is_int(tail_of(q, Q, NULL), 2, "lost: the other handle sees it");
+	queen_close(a);
+	fix_close(&f);
 }
 
 /* Lease the queue's next message, txid, and ack it. */
