@@ -625,17 +625,25 @@ session(struct store *s)
 	return 0;
 }
 
-/* After a lost connection: connect again, with a fresh session. */
-static int
-reconnect(struct store *s)
+/* What a new server session of s->c has lost of the last one. */
+static void
+forget_session(struct store *s)
 {
 	int i;
 
-	PQreset(s->c);
 	/* perhaps another server now (a failover): no flush vouches yet */
 	atomic_store(&s->flushed_xmin, 0);
 	for (i = 0; i < ST__N; i++)
 		s->prepared[i] = false;
+	s->bloated = false;
+}
+
+/* After a lost connection: connect again, with a fresh session. */
+static int
+reconnect(struct store *s)
+{
+	PQreset(s->c);
+	forget_session(s);
 	if (PQstatus(s->c) != CONNECTION_OK)
 		return fail(s, NULL);
 	s->broken = false;
@@ -643,6 +651,39 @@ reconnect(struct store *s)
 	 * when libpq alone knew this one was lost */
 	s->lc_broken = true;
 	return session(s);
+}
+
+/*
+ * A connection that carried a message over PG_BUF_KEEP holds buffers as
+ * large until it is closed (PQreset keeps them): once nothing is open on
+ * it, it is replaced by a new one, so that the daemon gives that memory
+ * back.  If no new connection can be had, the old one goes on and the
+ * next idle moment a second later tries again.
+ */
+void
+pg_recycle(struct store *s)
+{
+	int64_t now;
+	PGconn *c;
+
+	if (!s->bloated || s->in_tx || s->npend > 0 || s->broken)
+		return;
+	now = pg_mono_ns();
+	if (now < s->recycle_ns)
+		return;
+	c = connect_db(s->conninfo);
+	if (!c || PQstatus(c) != CONNECTION_OK) {
+		PQfinish(c);
+		s->recycle_ns = now + 1000000000;
+		return;
+	}
+	PQsetNoticeProcessor(c, no_notices, NULL);
+	PQfinish(s->c);
+	s->c = c;
+	forget_session(s);
+	/* a failure here marks the connection broken: the next call
+	 * connects again */
+	(void)session(s);
 }
 
 static void
@@ -974,6 +1015,7 @@ pg_commit(struct store *s)
 	}
 	PQclear(r);
 	tx_reset(s, false);
+	pg_recycle(s);
 	return rc;
 }
 
@@ -992,6 +1034,7 @@ pg_rollback(struct store *s)
 	     i++)
 		PQclear(pipe_wait(s, ST__N, "ROLLBACK", NULL, &rc));
 	tx_reset(s, false);
+	pg_recycle(s);
 }
 
 static int

@@ -54,6 +54,40 @@ poison(struct store *s, int rc)
 	return -EIO;
 }
 
+/* Whether some row of r is over PG_BUF_KEEP (libpq read it whole). */
+static bool
+big_row(const PGresult *r)
+{
+	int i, k, n = PQntuples(r), nf = PQnfields(r);
+
+	if (PQresultMemorySize(r) <= PG_BUF_KEEP)
+		return false;
+	for (i = 0; i < n; i++) {
+		size_t row = 0;
+
+		for (k = 0; k < nf; k++)
+			row += (size_t)PQgetlength(r, i, k);
+		if (row > PG_BUF_KEEP)
+			return true;
+	}
+	return false;
+}
+
+/* Whether a statement's parameters are over PG_BUF_KEEP. */
+static bool
+big_args(const struct args *a)
+{
+	size_t n = 0;
+	int i;
+
+	for (i = 0; a && i < a->n; i++)
+		if (a->fmt[i])
+			n += (size_t)a->len[i];
+		else if (a->v[i])
+			n += strlen(a->v[i]);
+	return n > PG_BUF_KEEP;
+}
+
 /*
  * Send a Sync and read the answers of everything sent: one round trip.
  * want: hand back the last statement's result (NULL with *rc on its
@@ -82,6 +116,8 @@ drain(struct store *s, bool want, int *rc)
 			return NULL;
 		}
 		st = PQresultStatus(r);
+		if (st == PGRES_TUPLES_OK && big_row(r))
+			s->bloated = true;
 		if (st == PGRES_FATAL_ERROR && bad < 0) {
 			*rc = pg_fail(s, r);
 			bad = i;
@@ -107,6 +143,7 @@ drain(struct store *s, bool want, int *rc)
 	PQclear(r);
 	if (bad >= 0 && (bad < n - 1 || !want))
 		*rc = poison(s, *rc);
+	pg_recycle(s);
 	return keep;
 }
 
@@ -154,6 +191,8 @@ send(struct store *s, enum stmt id, const char *text, const struct args *a)
 		    a ? a->v : NULL, a ? a->len : NULL, a ? a->fmt : NULL, 1);
 	if (!ok)
 		return lost(s);
+	if (big_args(a))
+		s->bloated = true;
 	s->pend[s->npend++] = (struct pend){ id, false, text };
 	return 0;
 }

@@ -13,8 +13,8 @@
 
 /* ---- rows read ahead ---- */
 
-static int64_t
-mono_ns(void)
+int64_t
+pg_mono_ns(void)
 {
 	struct timespec ts;
 
@@ -26,7 +26,7 @@ void
 ahead_mark(struct store *s)
 {
 	s->ahead.valid = true;
-	s->ahead.read_ns = s->in_tx ? 0 : mono_ns();
+	s->ahead.read_ns = s->in_tx ? 0 : pg_mono_ns();
 	s->ahead.hq = s->ahead.hp = s->ahead.hg = s->ahead.hc = false;
 	s->ahead.plock = s->ahead.hdup = false;
 	s->ahead.tf.on = s->ahead.ms.on = s->ahead.mn.on = false;
@@ -53,7 +53,7 @@ ahead_ok(struct store *s)
 {
 	if (!s->ahead.valid)
 		return false;
-	if (!s->in_tx && mono_ns() - s->ahead.read_ns > AHEAD_NS)
+	if (!s->in_tx && pg_mono_ns() - s->ahead.read_ns > AHEAD_NS)
 		s->ahead.valid = false;
 	return s->ahead.valid;
 }

@@ -69,6 +69,14 @@ _Static_assert(ST_PUSH_AHEAD_LK == LOCKED_TWIN(ST_PUSH_AHEAD), "twin");
  * statement may separate from the read, still sees the store as it is.
  */
 #define AHEAD_NS 1000000
+/*
+ * libpq's buffers grow to the largest message its connection carried
+ * and never shrink: a connection that sent or read one larger than this
+ * is replaced at its next idle moment.  Above the largest statement of
+ * buffered appends (AB_BYTES and one AB_ONE_MAX row), so that batches
+ * alone never cause it.
+ */
+#define PG_BUF_KEEP (8 << 20)
 /* a message read larger than this is not kept for the next read */
 #define AHEAD_MSG_MAX (1 << 20)
 /* txn_find_many's rows past this many are freed once the next read goes */
@@ -94,6 +102,7 @@ struct pend {
  * not buffered: the buffer and its array would be two more copies of
  * it, the buffer kept */
 #define AB_ONE_MAX (64 << 10)
+_Static_assert(AB_BYTES + 2 * AB_ONE_MAX < PG_BUF_KEEP, "batches fit");
 
 struct chan {
 	int64_t queue_id;
@@ -109,6 +118,11 @@ struct store {
 	bool batch;             /* in_tx holds a batch: see locked() */
 	int sp;                 /* savepoints open */
 	bool broken;            /* the connection failed: reset before use */
+	/* it carried a message over PG_BUF_KEEP: replaced when idle (see
+	 * pg_recycle); not before this CLOCK_MONOTONIC time after a try
+	 * that failed */
+	bool bloated;
+	int64_t recycle_ns;
 	/* announcements: queue q of this schema is channel
 	 * queen_<nsp>_<q>, LISTENed on lc while in chans (see pg_watch) */
 	int64_t nsp;
@@ -219,6 +233,7 @@ struct args {
 /* db_pg.c */
 int pg_fail(struct store *s, const PGresult *r);
 void pg_broken(struct store *s);
+void pg_recycle(struct store *s);
 const char *pg_stmt_name(enum stmt id);
 const char *pg_stmt_sql(enum stmt id);
 bool pg_stmt_reads(enum stmt id);
@@ -229,6 +244,8 @@ PGresult *pipe_wait(struct store *s, enum stmt id, const char *text,
     const struct args *a, int *rc);
 int pipe_defer(struct store *s, enum stmt id, const char *text,
     const struct args *a);
+/* pg_rows.c: CLOCK_MONOTONIC in ns */
+int64_t pg_mono_ns(void);
 
 void a_int(struct args *a, int64_t v);
 void a_text(struct args *a, const char *t);
