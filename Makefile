@@ -3,7 +3,7 @@
 #   make            libqueen.a, queenfs, the test programs and examples
 #   make test       everything under prove (unit tests, then mount tests)
 #   make asan       the same tests on an ASan+UBSan build
-#   make check-pg   the unit tests, the multi-mount and the permission
+#   make check-pg   the unit tests, the multi-mount tests and the mount
 #                   tests on a private PostgreSQL cluster
 #   make bench      benchmarks (not part of test)
 -include config.mak
@@ -131,18 +131,20 @@ check-fs: all
 
 # The unit tests again on PostgreSQL, then the mount tests of several
 # daemons on one database (fs-004x and fs-0063 skip themselves without
-# QUEEN_TEST_PG), then the permission tests with their mount on a schema
-# of the cluster (PG_STORE_TESTS, QUEENFS_TEST_STORE=pg): a private
-# cluster in a temp dir, stopped by its pid when they end (tests/pg.sh).
+# QUEEN_TEST_PG), then every other mount test with its mount on a schema
+# of the cluster (PG_STORE_TESTS, QUEENFS_TEST_STORE=pg; a case that
+# reads the SQLite file itself skips): a private cluster in a temp dir,
+# stopped by its pid when they end (tests/pg.sh).  fs-0061 starts its
+# own daemons on files of its own.
 PG_FS_TESTS = tests/fs-0040-pg-multi.sh tests/fs-0041-pg-crash.sh \
     tests/fs-0042-pg-round-trips.sh tests/fs-0043-pg-failover.sh \
     tests/fs-0044-pg-wake.sh tests/fs-0063-http-pg.sh
-PG_STORE_TESTS = tests/fs-0033-permissions.sh \
-    tests/fs-0052-permission-matrix.sh
+PG_STORE_TESTS = $(filter-out $(PG_FS_TESTS) tests/fs-0061-http-serve.sh, \
+    $(wildcard tests/fs-*.sh))
 check-pg: all
 	QUEENFS_BUILD=$(abspath $(O)) tests/pg.sh sh -c '\
 	    prove $(PROVE_FLAGS) $(UNIT_BIN) $(PG_FS_TESTS) && \
-	    QUEENFS_TEST_STORE=pg prove $(PROVE_FLAGS) $(PG_STORE_TESTS)'
+	    QUEENFS_TEST_STORE=pg prove -j2 $(PROVE_FLAGS) $(PG_STORE_TESTS)'
 
 # undefined already holds the two overflow checks on gcc and clang; they
 # are named so that no compiler's default drops them: a signed overflow or

@@ -144,7 +144,7 @@ test_expect_success 'sys/stats counts pushes since start' '
 	test_is 1 "$(stat_of stats messages)" messages
 '
 
-test_expect_success 'the log is copied into the database beside the writer' '
+test_expect_success SQLITE_STORE 'the log is copied into the database beside the writer' '
 	ck0=$(stat_of "$MNT/sys/stats" checkpoints) &&
 	mkdir "$MNT/queues/big" &&
 	head -c 16384 /dev/zero | tr "\\0" b >payload &&

@@ -189,7 +189,7 @@ test_expect_success 'a partition dir is not looked up again at every push' '
 
 # Each push reads its queue and partition rows (at the lookup that asks
 # the dedup window, and at the push): from the store's copies, not SQLite.
-test_expect_success 'pushes read their queue and partition rows from memory' '
+test_expect_success SQLITE_STORE 'pushes read their queue and partition rows from memory' '
 	h0=$(stat_of "$MNT/sys/stats" row_cache_hits) &&
 	m0=$(stat_of "$MNT/sys/stats" row_cache_misses) &&
 	for i in $(seq 0 49); do

@@ -196,7 +196,7 @@ test_expect_success 'pushes published before a kill -9 are not published again' 
 test_expect_success PYTHON 'a record cut short by a crash is not published, the ones before it are' '
 	q_init torn && HOLD_PIDS= &&
 	hold "$Q/t1" "one" && hold "$Q/t2" "two" && hold "$Q/t3" "three" &&
-	J=$(ls -t "$DB.spool"/*.j | head -n 1) &&
+	J=$(ls -t "$(spool_dir)"/*.j | head -n 1) &&
 	kill9_daemon && unhold &&
 	size=$(stat -c %s "$J") &&
 	truncate -s $((size - 2)) "$J" &&
@@ -212,11 +212,11 @@ test_expect_success 'a spool file of the older one-file-per-push format is publi
 	q_init legacy &&
 	stop_daemon_ &&
 	printf "QFSSTAGE1\0000\0000\0000\0000\000legacy\000\000old1\000from an older daemon" \
-	    >"$DB.spool/1000-1" &&
+	    >"$(spool_dir)/1000-1" &&
 	start_daemon_ &&
 	printf "from an older daemon" >expect &&
 	test_cmp expect "$Q/partitions/default/old1" &&
-	test_path_is_missing "$DB.spool/1000-1"
+	test_path_is_missing "$(spool_dir)/1000-1"
 '
 
 test_done

@@ -536,7 +536,7 @@ check(ans["leaseId"] is not None, "under a lease")
 EOF
 '
 
-test_expect_success 'api/push: 40,000 pushes fold hashes into the index, in memory a bounded number, the filter answers new ids; dedup holds throughout and across a remount' '
+test_expect_success SQLITE_STORE 'api/push: 40,000 pushes fold hashes into the index, in memory a bounded number, the filter answers new ids; dedup holds throughout and across a remount' '
 	mkdir "$MNT/queues/fold" &&
 	cat >fold.py <<\EOF &&
 from qapi import *

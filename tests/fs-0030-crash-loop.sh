@@ -15,7 +15,8 @@ export MNT
 cp "$TEST_DIRECTORY/qapi_base.py" "$TRASH/" || exit 1
 : "${QUEENFS_CRASH_CYCLES:=8}"
 CYCLES=$QUEENFS_CRASH_CYCLES
-command -v sqlite3 >/dev/null 2>&1 && test_set_prereq SQLITE3
+test_have_prereq SQLITE_STORE && command -v sqlite3 >/dev/null 2>&1 &&
+	test_set_prereq SQLITE3
 
 # producer.py DIR ID CYCLE N: push N messages into partitions p0..p2 of
 # queue DIR, one in three through a dot-file and a rename.  Logs, one

@@ -118,7 +118,7 @@ test_expect_success 'a file that is not a database is refused at startup' '
 	test_cmp garbage.before garbage.db
 '
 
-test_expect_success 'a database another daemon holds is refused at startup' '
+test_expect_success SQLITE_STORE 'a database another daemon holds is refused at startup' '
 	Q0="$MNT/queues/held" && mkdir "$Q0" && printf one >"$Q0/m1" &&
 	refuse "$DB" &&
 	grep -q "queen.db: another process holds it" refuse.err &&

@@ -532,6 +532,11 @@ mount_queenfs () {
 			skip_all "QUEENFS_TEST_STORE=pg without QUEEN_TEST_PG (run under tests/pg.sh)"
 		DB=$(pg_uri "t_$(basename "$TRASH" | tr 'A-Z' 'a-z' | tr -cd 'a-z0-9')")
 	fi
+	# SQLITE_STORE: a case that looks at the SQLite file itself
+	case $DB in
+	postgres://* | postgresql://*) ;;
+	*) test_set_prereq SQLITE_STORE ;;
+	esac
 	DAEMON_LOG="$TRASH/daemon.log"
 	DAEMON_ARGS="$*"
 	mkdir "$MNT" || exit 1
@@ -572,6 +577,17 @@ start_watchdog_ () {
 		kill -TERM $$ 2>/dev/null
 	) &
 	WATCHDOG_PID=$!
+}
+
+# spool_dir: where the daemon stages pushes (fs/store.c): beside a SQLite
+# file, or for a PostgreSQL store one per mountpoint under XDG_DATA_HOME
+# (this script's own, so the only one there).
+spool_dir () {
+	if test_have_prereq SQLITE_STORE; then
+		echo "$DB.spool"
+	else
+		echo "$XDG_DATA_HOME"/queenfs/spool-*
+	fi
 }
 
 # remount: stop the daemon cleanly and start it again on the same database.
