@@ -9,8 +9,9 @@
 # api/push of many items one partition apart takes a handful, not one an
 # item (their dedup lookups are one statement, their inserts another), and
 # duplicates are still found, against the log and inside the request; an
-# api/ack of 100 items of one lease reads their rows once, not per item.
-# Run under tests/pg.sh.
+# api/ack of 100 items of one lease reads their rows once, not per item;
+# a stat of a message reads its queue and partition rows once, not at
+# each of the kernel's lookup and getattr.  Run under tests/pg.sh.
 . "$(dirname "$0")/lib.sh"
 test -n "${QUEEN_TEST_PG:-}" ||
 	skip_all "QUEEN_TEST_PG is not set (run under tests/pg.sh)"
@@ -111,6 +112,23 @@ eq([True] * 100, [r[\"success\"] for r in ans], \"acked\")
 	echo "api/ack of 100 items: $((t1 - t0)) round trips" &&
 	test $((t1 - t0)) -le 20 &&
 	test_is 0 "$(stat_of "$MNT/queues/ak/stats" depth)" depth
+'
+
+test_expect_success PYTHON 'a stat of a message by its name: 5 round trips at most' '
+	python3 -c "
+import os
+from qapi_base import api
+api(\"push\", {\"items\": [{\"queue\": \"st\", \"transactionId\": \"s%02d\" % i,
+    \"payload\": i} for i in range(20)]}, mnt=os.environ[\"MNT\"])
+" &&
+	t0=$(rt_mark) &&
+	for i in $(seq -w 0 19); do
+		stat -c %s "$MNT/queues/st/partitions/default/s$i" >>sizes || return 1
+	done &&
+	t1=$(rt_now) &&
+	echo "20 stats: $((t1 - t0)) round trips" &&
+	test_line_count = 20 sizes &&
+	test $((t1 - t0)) -ge 20 && test $((t1 - t0)) -le $((20 * 5))
 '
 
 test_done

@@ -85,8 +85,13 @@ get_queue(struct store *s, enum stmt id, const struct args *a,
 	if (!r)
 		return rc;
 	rc = PQntuples(r) ? 0 : -ENOENT;
-	if (rc == 0)
+	if (rc == 0) {
 		read_queue(r, 0, 0, out);
+		/* for the lookups that follow (see AHEAD_NS) */
+		ahead_keep(s);
+		s->ahead.q = *out;
+		s->ahead.hq = true;
+	}
 	PQclear(r);
 	return rc;
 }
@@ -275,8 +280,16 @@ get_part(struct store *s, enum stmt id, const struct args *a,
 	if (!r)
 		return rc;
 	rc = PQntuples(r) ? 0 : -ENOENT;
-	if (rc == 0)
+	if (rc == 0) {
 		read_part(r, 0, 0, out);
+		/* for the lookups that follow; a push's dedup answer was
+		 * of the row it replaces */
+		ahead_keep(s);
+		s->ahead.p = *out;
+		s->ahead.hp = true;
+		s->ahead.plock = id == ST_PART_GET_LK;
+		s->ahead.hdup = false;
+	}
 	PQclear(r);
 	return rc;
 }
