@@ -2,7 +2,8 @@
 # build/asan/ for the sanitizer build); nothing is written elsewhere.
 #   make            libqueen.a, queenfs, the test programs and examples
 #   make test       everything under prove (unit tests, then mount tests)
-#   make asan       the same tests on an ASan+UBSan build
+#   make asan       the same tests on an ASan+UBSan build (asan-pg:
+#                   check-pg on it)
 #   make check-pg   the unit tests, the multi-mount tests and the mount
 #                   tests on a private PostgreSQL cluster
 #   make bench      benchmarks (not part of test)
@@ -154,6 +155,15 @@ asan: deps
 	$(MAKE) O=build/asan OPT="-O1 -g -fno-omit-frame-pointer" \
 	    EXTRA_CFLAGS="-fsanitize=$(SANITIZE) -fno-sanitize-recover=all" \
 	    EXTRA_LDFLAGS="-fsanitize=$(SANITIZE)" check
+
+# check-pg on that build: the PostgreSQL backend's paths, through the
+# engine's tests and through the mount, under the sanitizers.  The
+# watchdog of a mount test (lib.sh) allows twice its usual time.
+asan-pg: deps
+	QUEENFS_TEST_TIMEOUT=300 $(MAKE) O=build/asan \
+	    OPT="-O1 -g -fno-omit-frame-pointer" \
+	    EXTRA_CFLAGS="-fsanitize=$(SANITIZE) -fno-sanitize-recover=all" \
+	    EXTRA_LDFLAGS="-fsanitize=$(SANITIZE)" check-pg
 
 # Every unit test binary under valgrind memcheck: an invalid access, a use
 # of uninitialised memory or a definite/possible leak fails that test
@@ -344,7 +354,7 @@ install: all
 clean:
 	rm -rf build
 
-.PHONY: deps-run deps-ci format format-check all test run bench check fuzz check-unit check-fs check-pg asan tsan tsan-pg stress check-valgrind check-layers analyze deps install clean
+.PHONY: deps-run deps-ci format format-check all test run bench check fuzz check-unit check-fs check-pg asan asan-pg tsan tsan-pg stress check-valgrind check-layers analyze deps install clean
 
 # Nothing is an intermediate: a no-op make leaves the test objects and
 # relinks nothing (make -q all answers 0 after a build).
