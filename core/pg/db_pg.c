@@ -576,15 +576,35 @@ pg_fail(struct store *s, const PGresult *r)
  * reconnect (PQreset keeps these options) reaches the new primary.
  */
 static PGconn *
+connect_at(const char *uri, const PGconn *same)
+{
+	const char *kw[6], *val[6];
+	int n = 0;
+
+	if (!getenv("PGCONNECT_TIMEOUT")) {
+		kw[n] = "connect_timeout";
+		val[n++] = "5";
+	}
+	/* the URI's own fields override the entries before it, and the
+	 * entries after it override the URI's (an empty one is unset) */
+	kw[n] = "dbname";
+	val[n++] = uri;
+	if (same) {
+		kw[n] = "host";
+		val[n++] = PQhost(same);
+		kw[n] = "hostaddr";
+		val[n++] = PQhostaddr(same);
+		kw[n] = "port";
+		val[n++] = PQport(same);
+	}
+	kw[n] = val[n] = NULL;
+	return PQconnectdbParams(kw, val, 1);
+}
+
+static PGconn *
 connect_db(const char *uri)
 {
-	const char *const kw[] = { "connect_timeout", "dbname", NULL };
-	const char *const val[] = { "5", uri, NULL };
-
-	if (getenv("PGCONNECT_TIMEOUT"))
-		return PQconnectdb(uri);
-	/* the URI's own fields override the entries before it */
-	return PQconnectdbParams(kw, val, 1);
+	return connect_at(uri, NULL);
 }
 
 static void
@@ -671,7 +691,9 @@ pg_recycle(struct store *s)
 	now = pg_mono_ns();
 	if (now < s->recycle_ns)
 		return;
-	c = connect_db(s->conninfo);
+	/* the server this one is on: not the hosts before it in the URI,
+	 * which may be a failover's old primary that never answers */
+	c = connect_at(s->conninfo, s->c);
 	if (!c || PQstatus(c) != CONNECTION_OK) {
 		PQfinish(c);
 		s->recycle_ns = now + 1000000000;
