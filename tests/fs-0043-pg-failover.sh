@@ -67,6 +67,25 @@ test_expect_success 'a third mount lists a host that never answers between the t
 	grep -qx "lease_time = 3" "$TRASH/c/queues/fo/config"
 '
 
+# the calls' sessions of the daemons on the primary (psql's own left out)
+client_pids () {
+	pgpair_sql "$PGPAIR_P" "SELECT pid FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()" | sort
+}
+
+# A message over 8 MiB pushed through A and read through B (once A has
+# published it: another mount sees a push after its release, not at its
+# close) has both replace their calls' connection (its buffers grew):
+# the new ones must still follow the URI's hosts at the failover below
+test_expect_success 'a 9 MiB message through A and back through B: both reconnect' '
+	client_pids >before &&
+	mkdir "$A/queues/big" &&
+	head -c $((9 << 20)) /dev/urandom >big &&
+	cp big "$A/queues/big/m" &&
+	wait_until 10 "test \$(stat_of \"$A/sys/stats\" staged) = 0" &&
+	cmp big "$B/queues/big/partitions/default/m" &&
+	wait_until 10 "client_pids >after && test \$(comm -23 before after | wc -l) -ge 2"
+'
+
 # the producer and the consumer of each mount: tests/qload.py
 QLOAD="$TEST_DIRECTORY/qload.py"
 

@@ -586,7 +586,8 @@ connect_at(const char *uri, const PGconn *same)
 		val[n++] = "5";
 	}
 	/* the URI's own fields override the entries before it, and the
-	 * entries after it override the URI's (an empty one is unset) */
+	 * entries after it override the URI's (an empty one is ignored:
+	 * the URI's stays) */
 	kw[n] = "dbname";
 	val[n++] = uri;
 	if (same) {
@@ -658,11 +659,25 @@ forget_session(struct store *s)
 	s->bloated = false;
 }
 
-/* After a lost connection: connect again, with a fresh session. */
+/*
+ * After a lost connection: connect again, with a fresh session.  A
+ * connection pg_recycle made names its one server, and PQreset would go
+ * back only there: it is made again from the URI, whose hosts lead to a
+ * failover's new primary.
+ */
 static int
 reconnect(struct store *s)
 {
-	PQreset(s->c);
+	PGconn *c;
+
+	if (s->pinned && (c = connect_db(s->conninfo)) != NULL) {
+		PQsetNoticeProcessor(c, no_notices, NULL);
+		PQfinish(s->c);
+		s->c = c;
+		s->pinned = false;
+	} else {
+		PQreset(s->c);
+	}
 	forget_session(s);
 	if (PQstatus(s->c) != CONNECTION_OK)
 		return fail(s, NULL);
@@ -702,6 +717,7 @@ pg_recycle(struct store *s)
 	PQsetNoticeProcessor(c, no_notices, NULL);
 	PQfinish(s->c);
 	s->c = c;
+	s->pinned = true;
 	forget_session(s);
 	/* a failure here marks the connection broken: the next call
 	 * connects again */

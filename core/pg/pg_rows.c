@@ -837,6 +837,7 @@ cursor_walk(struct store *s, enum stmt id, const struct args *a, bool parts,
 	struct cursor_row c;
 	PGresult *r;
 	int rc, i, n;
+	bool fill = parts;
 
 	if (!(r = exec(s, id, a, &rc)))
 		return rc;
@@ -844,8 +845,11 @@ cursor_walk(struct store *s, enum stmt id, const struct args *a, bool parts,
 	if (parts && n > 0)
 		ahead_mark(s);
 	for (i = 0; rc == 0 && i < n; i++) {
-		if (parts && ahead_ok(s)) {
+		/* once a callback sent a write, the rows of this answer,
+		 * read before it, answer nothing more */
+		if (fill && (fill = ahead_ok(s))) {
 			read_part(r, i, 8, &s->ahead.p);
+			s->ahead.plock = false;
 			s->ahead.hp = !PQgetisnull(r, i, 18) &&
 			    PQgetvalue(r, i, 18)[0] != 0;
 		}

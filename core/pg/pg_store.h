@@ -123,6 +123,7 @@ struct store {
 	 * that failed */
 	bool bloated;
 	int64_t recycle_ns;
+	bool pinned; /* c was made for the server of the one it replaced */
 	/* announcements: queue q of this schema is channel
 	 * queen_<nsp>_<q>, LISTENed on lc while in chans (see pg_watch) */
 	int64_t nsp;
