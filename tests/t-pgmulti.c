@@ -898,6 +898,92 @@ test_migrate(void)
 	fix_close(&f);
 }
 
+static int
+count_dlq(void *arg, const struct queen_dlq_entry *e)
+{
+	(void)e;
+	(*(int *)arg)++;
+	return 0;
+}
+
+/* idx_tup_read (or idx_scan) of one index of the dlq table */
+static int64_t
+dlq_index_stat(const struct fix *f, const char *index, const char *col)
+{
+	char sql[256];
+
+	snprintf(sql, sizeof(sql),
+	    "SELECT %s FROM pg_stat_user_indexes WHERE "
+	    "schemaname = current_schema() AND indexrelname = '%s'",
+	    col, index);
+	return sql_value(f, sql);
+}
+
+/*
+ * A dead letter's lookup by name reads its own rows, not the group's
+ * DLQ, also before the table's first ANALYZE (schema version 4): the
+ * server's statistics of the indexes over that one lookup.  A backend
+ * reports them when it goes idle a second or more after its last
+ * report (else up to 10 s later), so each step waits that second.
+ */
+static void
+test_dlq_lookup(void)
+{
+	enum { N = 1000 };
+	struct fix f;
+	struct queen *q = fix_open(&f, "pgm-dlqget");
+	struct queen_ack_result ar;
+	struct queen_batch *b;
+	int i, found = 0, ok_all = 1;
+	int64_t g0, g1, t0, t1 = -1;
+	char txid[32];
+
+	/* no ANALYZE by autovacuum in between */
+	is_int((int)sql_value(&f,
+		   "ALTER TABLE dlq SET "
+		   "(autovacuum_enabled = off)"),
+	    0, "dlq lookup: autovacuum off on dlq");
+	for (i = 0; i < N; i++) {
+		snprintf(txid, sizeof(txid), "d%04d", i);
+		if (push1(q, Q, NULL, txid, "x") < 0)
+			ok_all = 0;
+	}
+	for (i = 0; i < N && ok_all; i++) {
+		if (pop1(q, Q, NULL, NULL, 1, &b) != 0 || b->n != 1) {
+			ok_all = 0;
+		} else if (ack1(q, Q, NULL, NULL, b->msgs[0].txid, "dlq",
+			       b->lease_id, &ar) != 0 ||
+		    !ar.success) {
+			ok_all = 0;
+		}
+		queen_batch_free(b);
+	}
+	ok(ok_all, "dlq lookup: %d messages dead-lettered", N);
+	/* a push elsewhere reports what came before it (a backend reports
+	 * before it says it is ready for the next statement) */
+	usleep(1200 * 1000);
+	push1(q, "elsewhere", NULL, "e1", "x");
+	usleep(1200 * 1000);
+	g0 = dlq_index_stat(&f, "dlq_group", "idx_tup_read");
+	t0 = dlq_index_stat(&f, "dlq_txid", "idx_scan");
+	is_int(queen_dlq_get(q, Q, NULL, QUEEN_DEFAULT_PARTITION, "d0500",
+		   false, count_dlq, &found),
+	    0, "dlq lookup: d0500 asked");
+	is_int(found, 1, "dlq lookup: one dead letter found");
+	/* reported at the end of that statement; at the latest by the
+	 * idle backend's timer */
+	for (i = 0; i < 150 && t1 <= t0; i++) {
+		usleep(100 * 1000);
+		t1 = dlq_index_stat(&f, "dlq_txid", "idx_scan");
+	}
+	g1 = dlq_index_stat(&f, "dlq_group", "idx_tup_read");
+	ok(t1 > t0, "dlq lookup: by the name index (%lld -> %lld scans)",
+	    (long long)t0, (long long)t1);
+	ok(g1 - g0 < 10, "dlq lookup: %lld rows of the group's index read",
+	    (long long)(g1 - g0));
+	fix_close(&f);
+}
+
 /*
  * How many sessions of app last ran a query that starts with what (or,
  * with unlike, does not); terminated, with terminate.
@@ -1500,6 +1586,7 @@ main(void)
 	test_events();
 	test_maint_locks();
 	test_migrate();
+	test_dlq_lookup();
 	test_lost_connection();
 	test_listener();
 	test_listener_gone();
