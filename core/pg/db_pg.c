@@ -568,17 +568,26 @@ pg_fail(struct store *s, const PGresult *r)
 
 /* ---- the connection ---- */
 
+static void
+no_notices(void *arg, const char *msg)
+{
+	(void)arg;
+	(void)msg;
+}
+
 /*
  * libpq waits without limit for a host that never answers (a dead machine
  * whose packets vanish: often the old primary after a failover), and only
  * then tries the next host of the list.  Unless the URI or the
  * environment sets connect_timeout, give each host 5 s, so that a
  * reconnect (PQreset keeps these options) reaches the new primary.
+ * Notices (the server's warnings to a session) are dropped.
  */
 static PGconn *
 connect_at(const char *uri, const PGconn *same)
 {
 	const char *kw[6], *val[6];
+	PGconn *c;
 	int n = 0;
 
 	if (!getenv("PGCONNECT_TIMEOUT")) {
@@ -599,20 +608,16 @@ connect_at(const char *uri, const PGconn *same)
 		val[n++] = PQport(same);
 	}
 	kw[n] = val[n] = NULL;
-	return PQconnectdbParams(kw, val, 1);
+	c = PQconnectdbParams(kw, val, 1);
+	if (c)
+		PQsetNoticeProcessor(c, no_notices, NULL);
+	return c;
 }
 
 static PGconn *
 connect_db(const char *uri)
 {
 	return connect_at(uri, NULL);
-}
-
-static void
-no_notices(void *arg, const char *msg)
-{
-	(void)arg;
-	(void)msg;
 }
 
 static int
@@ -659,6 +664,15 @@ forget_session(struct store *s)
 	s->bloated = false;
 }
 
+/* c in place of the calls' connection; pinned: made for its server */
+static void
+use_conn(struct store *s, PGconn *c, bool pinned)
+{
+	PQfinish(s->c);
+	s->c = c;
+	s->pinned = pinned;
+}
+
 /*
  * After a lost connection: connect again, with a fresh session.  A
  * connection pg_recycle made names its one server, and PQreset would go
@@ -671,10 +685,7 @@ reconnect(struct store *s)
 	PGconn *c;
 
 	if (s->pinned && (c = connect_db(s->conninfo)) != NULL) {
-		PQsetNoticeProcessor(c, no_notices, NULL);
-		PQfinish(s->c);
-		s->c = c;
-		s->pinned = false;
+		use_conn(s, c, false);
 	} else {
 		PQreset(s->c);
 	}
@@ -714,10 +725,7 @@ pg_recycle(struct store *s)
 		s->recycle_ns = now + 1000000000;
 		return;
 	}
-	PQsetNoticeProcessor(c, no_notices, NULL);
-	PQfinish(s->c);
-	s->c = c;
-	s->pinned = true;
+	use_conn(s, c, true);
 	forget_session(s);
 	/* a failure here marks the connection broken: the next call
 	 * connects again */
@@ -1178,7 +1186,6 @@ lc_ready(struct store *s)
 			snprintf(s->err, sizeof(s->err), "out of memory");
 			return -ENOMEM;
 		}
-		PQsetNoticeProcessor(s->lc, no_notices, NULL);
 	} else {
 		PQreset(s->lc);
 		/* what was announced in between is lost: see pg_events */
@@ -1401,7 +1408,6 @@ pg_sync(struct store *s)
 	if (!s->syncc) {
 		if (!(s->syncc = connect_db(s->conninfo)))
 			return -ENOMEM;
-		PQsetNoticeProcessor(s->syncc, no_notices, NULL);
 		s->sync_set = false;
 	} else if (PQstatus(s->syncc) != CONNECTION_OK) {
 		/*
@@ -1551,7 +1557,6 @@ pg_open(const struct queen_options *opt, struct store **out,
 		rc = -ENOMEM;
 		goto out_close;
 	}
-	PQsetNoticeProcessor(s->c, no_notices, NULL);
 	if (PQstatus(s->c) != CONNECTION_OK) {
 		rc = fail(s, NULL);
 		if (strstr(s->err, "password") || strstr(s->err, "permission"))

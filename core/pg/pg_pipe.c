@@ -73,7 +73,10 @@ big_row(const PGresult *r)
 	return false;
 }
 
-/* Whether a statement's parameters are over PG_BUF_KEEP. */
+/*
+ * Whether a statement's parameters are over PG_BUF_KEEP: its bytes
+ * (a_bytes); its texts are numbers and names, of a bounded size.
+ */
 static bool
 big_args(const struct args *a)
 {
@@ -83,8 +86,6 @@ big_args(const struct args *a)
 	for (i = 0; a && i < a->n; i++)
 		if (a->fmt[i])
 			n += (size_t)a->len[i];
-		else if (a->v[i])
-			n += strlen(a->v[i]);
 	return n > PG_BUF_KEEP;
 }
 
