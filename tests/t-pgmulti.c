@@ -898,14 +898,6 @@ test_migrate(void)
 	fix_close(&f);
 }
 
-static int
-count_dlq(void *arg, const struct queen_dlq_entry *e)
-{
-	(void)e;
-	(*(int *)arg)++;
-	return 0;
-}
-
 /* idx_tup_read (or idx_scan) of one index of the dlq table */
 static int64_t
 dlq_index_stat(const struct fix *f, const char *index, const char *col)
@@ -934,7 +926,8 @@ test_dlq_lookup(void)
 	struct queen *q = fix_open(&f, "pgm-dlqget");
 	struct queen_ack_result ar;
 	struct queen_batch *b;
-	int i, found = 0, ok_all = 1;
+	struct dlq_find d = { 0 };
+	int i, ok_all = 1;
 	int64_t g0, g1, t0, t1 = -1;
 	char txid[32];
 
@@ -967,9 +960,9 @@ test_dlq_lookup(void)
 	g0 = dlq_index_stat(&f, "dlq_group", "idx_tup_read");
 	t0 = dlq_index_stat(&f, "dlq_txid", "idx_scan");
 	is_int(queen_dlq_get(q, Q, NULL, QUEEN_DEFAULT_PARTITION, "d0500",
-		   false, count_dlq, &found),
+		   false, dlq_cb, &d),
 	    0, "dlq lookup: d0500 asked");
-	is_int(found, 1, "dlq lookup: one dead letter found");
+	is_int(d.n, 1, "dlq lookup: one dead letter found");
 	/* reported at the end of that statement; at the latest by the
 	 * idle backend's timer */
 	for (i = 0; i < 150 && t1 <= t0; i++) {
