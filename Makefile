@@ -142,10 +142,15 @@ PG_FS_TESTS = tests/fs-0040-pg-multi.sh tests/fs-0041-pg-crash.sh \
     tests/fs-0044-pg-wake.sh tests/fs-0063-http-pg.sh
 PG_STORE_TESTS = $(filter-out $(PG_FS_TESTS) tests/fs-0061-http-serve.sh, \
     $(wildcard tests/fs-*.sh))
+# Each mount script on a PostgreSQL store makes a round trip of what is a
+# file access on SQLite, two scripts at a time: its watchdog allows four
+# times the usual (a bound on a hang, not a speed test).
+PG_STORE_TIMEOUT = $$(( $${QUEENFS_TEST_TIMEOUT:-150} * 4 ))
 check-pg: all
 	QUEENFS_BUILD=$(abspath $(O)) tests/pg.sh sh -c '\
 	    prove $(PROVE_FLAGS) $(UNIT_BIN) $(PG_FS_TESTS) && \
-	    QUEENFS_TEST_STORE=pg prove -j2 $(PROVE_FLAGS) $(PG_STORE_TESTS)'
+	    QUEENFS_TEST_STORE=pg QUEENFS_TEST_TIMEOUT=$(PG_STORE_TIMEOUT) \
+	    prove -j2 $(PROVE_FLAGS) $(PG_STORE_TESTS)'
 
 # undefined already holds the two overflow checks on gcc and clang; they
 # are named so that no compiler's default drops them: a signed overflow or
