@@ -203,9 +203,11 @@ struct store_ops {
 	int (*cursor_by_lease)(struct store *st, const char *lease_id,
 	    struct cursor_row *out);
 	/* rows of the group with next_at in (after_at/after_pid, upto],
-	 * ordered by (next_at, partition_id) */
+	 * ordered by (next_at, partition_id); rows whose lease is live at
+	 * now may be left out (no pop can take them) */
 	int (*cursor_ready)(struct store *st, int64_t group_id, int64_t upto,
-	    int64_t after_at, int64_t after_pid, cursor_row_cb cb, void *arg);
+	    int64_t after_at, int64_t after_pid, int64_t now, cursor_row_cb cb,
+	    void *arg);
 	int (*cursor_list_group)(struct store *st, int64_t group_id,
 	    cursor_row_cb cb, void *arg);
 	int (*cursor_list_part)(struct store *st, int64_t part_id,
@@ -268,6 +270,17 @@ struct store_ops {
 	 * uuid, its queue's row and its group's */
 	int (*ack_ahead)(struct store *st, const char *part_uuid,
 	    const char *group);
+	/* optional, the same for a read of the message whose txid hashes
+	 * to h under a lease: the lease's cursor and its rows, h's lowest
+	 * row in [committed + 1, batch_end] (from txns_start), and that
+	 * message */
+	int (*lease_ahead)(struct store *st, const char *lease_id,
+	    const struct hash128 *h);
+	/* optional, the same for a lookup of a message by name: the
+	 * queue's row, the partition's, h's newest row in [head, tail] and
+	 * that message */
+	int (*find_ahead)(struct store *st, const char *queue, const char *part,
+	    const struct hash128 *h);
 	/* delete hash rows with offset <= upto, at most limit of them */
 	int (*txn_purge)(struct store *st, int64_t part_id, int64_t upto,
 	    int64_t limit, int64_t *deleted);
@@ -323,6 +336,13 @@ struct store_ops {
 	 * descriptor to poll for announcements; events: call cb with the
 	 * queue of each one received. */
 	int (*notify)(struct store *st, int64_t queue_id, int64_t part_id);
+	/* optional, in place of cursor_wake and notify after a push: wake
+	 * the caught-up cursors of part_id and announce it if some was (or
+	 * always), in one write sent with the rest of the transaction; the
+	 * store counts the announcements it made (announced) */
+	int (*wake_announce)(struct store *st, int64_t queue_id,
+	    int64_t part_id, int64_t at, bool always);
+	uint64_t (*announced)(struct store *st);
 	int (*watch)(struct store *st, int64_t queue_id, const char *queue,
 	    bool on);
 	int (*event_fd)(struct store *st);

@@ -88,4 +88,6 @@ void
 queen_event_counts(struct queen *q, struct queen_event_counts *out)
 {
 	*out = q->ev;
+	if (q->ops->announced)
+		out->sent += q->ops->announced(q->st);
 }

@@ -186,7 +186,7 @@ queen_pop(struct queen *q, const struct queen_pop_req *req,
 		do {
 			x.nrows = 0;
 			rc = q->ops->cursor_ready(q->st, g.id, x.visible,
-			    x.last_at, x.last_pid, try_row, &x);
+			    x.last_at, x.last_pid, x.now, try_row, &x);
 		} while (rc == 0 && x.nrows == CURSOR_READY_PAGE);
 	}
 	if (rc < 0)
@@ -322,6 +322,22 @@ queen_lease_get(struct queen *q, const char *lease_id,
 	return lease_find(q, lease_id, &c, out);
 }
 
+int
+queen_lease_get_for(struct queen *q, const char *lease_id, const char *txid,
+    struct queen_lease_info *out)
+{
+	struct cursor_row c;
+	struct hash128 h;
+	int rc;
+
+	if (txid && txid[0] && lease_id && lease_id[0] && q->ops->lease_ahead) {
+		hash_txid(txid, &h);
+		if ((rc = q->ops->lease_ahead(q->st, lease_id, &h)) != 0)
+			return rc;
+	}
+	return lease_find(q, lease_id, &c, out);
+}
+
 struct llist {
 	struct queen *q;
 	int64_t now;
@@ -432,6 +448,10 @@ lease_msg_in(struct queen *q, const char *lease_id, const char *txid,
 	*out = NULL;
 	if (!txid || !txid[0])
 		return queen_err(q, -EINVAL, "empty transactionId");
+	hash_txid(txid, &h);
+	if (from < 1 && q->ops->lease_ahead && lease_id && lease_id[0] &&
+	    (rc = q->ops->lease_ahead(q->st, lease_id, &h)) != 0)
+		return rc;
 	if ((rc = lease_find(q, lease_id, &c, &li)) != 0)
 		return rc;
 	if ((rc = q->ops->part_by_id(q->st, c.partition_id, &p)) != 0)
@@ -443,7 +463,6 @@ lease_msg_in(struct queen *q, const char *lease_id, const char *txid,
 		rc = txid_scan(q, p.id, lo, p.txns_start - 1 < hi ?
 		    p.txns_start - 1 : hi, txid, false, &off);
 	if (rc == -ENOENT && lo <= hi) {
-		hash_txid(txid, &h);
 		rc = q->ops->txn_find(q->st, p.id, &h,
 		    lo > p.txns_start ? lo : p.txns_start, hi, false,
 		    &off, NULL);

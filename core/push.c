@@ -101,8 +101,9 @@ prefetch(struct queen *q, struct pushctx *c,
 	size_t k = 0, tl;
 
 	c->fetched = i + PREFETCH_MAX;
-	if (!q->ops->txn_prefetch || c->qr.conf.dedup_window <= 0 ||
-	    c->p.tail < c->p.txns_start)
+	/* an empty partition too: the items' own appends are what the
+	 * lookups after the first would ask about */
+	if (!q->ops->txn_prefetch || c->qr.conf.dedup_window <= 0)
 		return 0;
 	for (; i < n && k < PREFETCH_MAX; i++) {
 		const struct queen_push_item *it = &items[i];
@@ -230,11 +231,18 @@ push_run(struct queen *q, const struct queen_push_item *items, size_t n,
 			 * that; messages already waiting are taken anyway */
 			bool empty = c.p.tail < c.p.head;
 
-			if ((rc = q->ops->cursor_wake(q->st, c.p.id, at)) < 0)
+			if (q->ops->wake_announce) {
+				/* decided by the store, not waited for */
+				if ((rc = q->ops->wake_announce(q->st, c.qr.id,
+					 c.p.id, at, empty)) != 0)
+					break;
+			} else if ((rc = q->ops->cursor_wake(q->st, c.p.id,
+					at)) < 0) {
 				break;
-			if ((rc > 0 || empty) &&
-			    (rc = announce(q, c.qr.id, c.p.id)) != 0)
+			} else if ((rc > 0 || empty) &&
+			    (rc = announce(q, c.qr.id, c.p.id)) != 0) {
 				break;
+			}
 			rc = 0;
 			c.woken = true;
 		}

@@ -412,6 +412,10 @@ struct queen_lease_info {
  */
 int queen_lease_get(struct queen *q, const char *lease_id,
     struct queen_lease_info *out);
+/* The same, ahead of an ack of the message of transactionId txid (NULL:
+ * none) under it: a store may read that message's row along. */
+int queen_lease_get_for(struct queen *q, const char *lease_id, const char *txid,
+    struct queen_lease_info *out);
 
 /* The live leases of (queue, group). */
 typedef int (*queen_lease_cb)(void *arg, const struct queen_lease_info *li);

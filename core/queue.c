@@ -569,13 +569,19 @@ queen_msg_find(struct queen *q, const char *queue, const char *partition,
 	struct hash128 h;
 	int rc;
 
+	if (txid && txid[0]) {
+		hash_txid(txid, &h);
+		if (q->ops->find_ahead && queen_name_valid(queue) &&
+		    partition && queen_name_valid(partition) &&
+		    (rc = q->ops->find_ahead(q->st, queue, partition, &h)) != 0)
+			return rc;
+	}
 	if ((rc = queue_load(q, queue, &qr)) != 0)
 		return rc;
 	if ((rc = part_load(q, &qr, partition, false, &p)) != 0)
 		return rc;
 	if (!txid || !txid[0])
 		return -EINVAL;
-	hash_txid(txid, &h);
 	rc = q->ops->txn_find(q->st, p.id, &h, p.head, p.tail, true, offset,
 	    NULL);
 	if (rc == -ENOENT && p.head < p.txns_start)

@@ -56,7 +56,8 @@ ack_run(struct job *j, struct queen *q)
 	it.group = aj->group;
 	it.txid = name_to_txid(aj->name, tx, sizeof(tx)) == 0 ? tx : aj->name;
 	if (aj->lease) {
-		if ((rc = queen_lease_get(q, aj->lease, &li)) < 0) {
+		if ((rc = queen_lease_get_for(q, aj->lease,
+			 aj->whole ? NULL : it.txid, &li)) < 0) {
 			j->rc = rc == -ENOENT ? -ESTALE : rc;
 			reason = rc == -ESTALE || rc == -ENOENT ? QUEEN_E_LEASE :
 			    queen_errmsg(q);

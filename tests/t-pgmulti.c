@@ -1560,6 +1560,272 @@ out:
 	fix_close(&f);
 }
 
+/* Push len bytes; the offset, or a negative errno. */
+static int64_t
+push_len(struct queen *q, const char *queue, const char *part, const char *txid,
+    const void *p, size_t len)
+{
+	struct queen_push_item it = { 0 };
+	struct queen_push_result r;
+	int rc;
+
+	it.queue = queue;
+	it.partition = part;
+	it.txid = txid;
+	it.payload = p;
+	it.len = len;
+	rc = queen_push(q, &it, 1, false, &r);
+	return rc < 0 ? rc : r.offset;
+}
+
+/*
+ * A pop locks only the ready cursor it takes: another handle's batch
+ * that popped one partition leaves the next to this one's pop, and its
+ * ack.  What a pop and the read of a leased message read along with
+ * their first statement (the message after the ready cursor; a lease's
+ * rows with the message a name hashes to): the message each caller
+ * gets is its own, when the first ready cursor is locked by another
+ * handle, when a name of a lease of three is asked for after another,
+ * when a message is too large to read along; and the round trips.
+ */
+static void
+test_read_along(void)
+{
+	struct fix f;
+	struct queen *a = fix_open(&f, "pgm-along");
+	struct queen *b = open_other(&f, NULL);
+	struct queen_batch *ba = NULL, *bb = NULL, *one = NULL;
+	struct queen_ack_result r;
+	size_t bigl = (3 << 20) / 2;
+	char *big = malloc(bigl);
+	uint64_t t;
+	int rc;
+
+	if (!big)
+		exit(1);
+	memset(big, 'z', bigl);
+	big[bigl / 2] = 'y';
+	/* the group's cursors of both partitions exist, committed */
+	for (int i = 1; i <= 2; i++) {
+		char part[8], tx[8];
+
+		snprintf(part, sizeof(part), "p%d", i);
+		snprintf(tx, sizeof(tx), "w%d", i);
+		f.now += 1000;
+		is_int(push1(a, "al", part, tx, "warm"), 1, "along: warm %s",
+		    part);
+		f.now += 1000;
+		rc = pop1(a, "al", part, NULL, 1, &ba);
+		ok(rc == 0 &&
+			ack1(a, "al", part, NULL, tx, "completed", ba->lease_id,
+			    &r) == 0 &&
+			r.success,
+		    "along: %s acked", tx);
+		queen_batch_free(ba);
+		ba = NULL;
+	}
+	f.now += 1000;
+	is_int(push1(a, "al", "p1", "a1", "first"), 2, "along: push p1");
+	f.now += 1000;
+	is_int(push1(a, "al", "p2", "b1", "second"), 2, "along: push p2");
+	f.now += 1000;
+
+	/* the first ready cursor is a's, locked in its open batch */
+	is_int(queen_batch_begin(a, 0), 0, "along: a opens a batch");
+	rc = pop1(a, "al", NULL, NULL, 1, &ba);
+	ok(rc == 0 && strcmp(ba->partition, "p1") == 0 &&
+		ba->msgs[0].len == 5 &&
+		memcmp(ba->msgs[0].payload, "first", 5) == 0,
+	    "along: a leases p1's message (%d)", rc);
+	rc = pop1(b, "al", NULL, NULL, 1, &bb);
+	ok(rc == 0 && strcmp(bb->partition, "p2") == 0 &&
+		bb->msgs[0].offset == 2 && bb->msgs[0].len == 6 &&
+		memcmp(bb->msgs[0].payload, "second", 6) == 0,
+	    "along: b skips it and gets p2's, whole (%d)", rc);
+	if (rc != 0)
+		diag("b: %s", queen_errmsg(b));
+	/* a's batch holds p1's cursor only: b's ack of p2 does not wait */
+	ok(bb &&
+		ack1(b, "al", "p2", NULL, "b1", "completed", bb->lease_id,
+		    &r) == 0 &&
+		r.success,
+	    "along: b acks p2's while a's batch is open");
+	is_int(queen_batch_commit(a), 0, "along: a commits");
+	ok(ba &&
+		ack1(b, "al", "p1", NULL, "a1", "completed", ba->lease_id,
+		    &r) == 0 &&
+		r.success,
+	    "along: p1's acked");
+	queen_batch_free(ba);
+	queen_batch_free(bb);
+
+	/* a push: its rows with the partition locked, then the commit with
+	 * the writes, the wake-up and its announcement */
+	t = queen_round_trips(a);
+	is_int(push1(a, "al", "p1", "a2", "again"), 3, "along: push again");
+	t = queen_round_trips(a) - t;
+	is_int((int)t, 2, "along: in two round trips");
+	/* a pop: its queue and group, the ready cursor with the message,
+	 * the commit */
+	f.now += 1000;
+	t = queen_round_trips(b);
+	rc = pop1(b, "al", NULL, NULL, 1, &bb);
+	t = queen_round_trips(b) - t;
+	ok(rc == 0 && bb->msgs[0].offset == 3 && bb->msgs[0].len == 5 &&
+		memcmp(bb->msgs[0].payload, "again", 5) == 0,
+	    "along: b pops it (%d)", rc);
+	ok(t <= 3, "along: in %d round trips (at most 3)", (int)t);
+	/* its read by name: one statement */
+	t = queen_round_trips(b);
+	rc = bb ? queen_lease_read_msg(b, bb->lease_id, "a2", true, &one) : -1;
+	t = queen_round_trips(b) - t;
+	ok(rc == 0 && one->n == 1 && one->msgs[0].offset == 3 &&
+		memcmp(one->msgs[0].payload, "again", 5) == 0,
+	    "along: and reads it by name (%d)", rc);
+	is_int((int)t, 1, "along: in one round trip");
+	queen_batch_free(one);
+	one = NULL;
+	ok(bb &&
+		ack1(b, "al", "p1", NULL, "a2", "completed", bb->lease_id,
+		    &r) == 0 &&
+		r.success,
+	    "along: acked");
+	queen_batch_free(bb);
+
+	/* a lease of three: each name its own message */
+	is_int(push1(a, "al", "p1", "a3", "three"), 4, "along: push a3");
+	is_int(push1(a, "al", "p1", "a4", "four"), 5, "along: push a4");
+	is_int(push1(a, "al", "p1", "a5", "five"), 6, "along: push a5");
+	f.now += 1000;
+	rc = pop1(b, "al", "p1", NULL, 3, &bb);
+	ok(rc == 0 && bb->n == 3, "along: b leases three (%d)", rc);
+	if (rc == 0) {
+		static const char *names[] = { "a4", "a3", "a5", "a4" };
+		static const char *want[] = { "four", "three", "five", "four" };
+		static const int64_t offs[] = { 5, 4, 6, 5 };
+
+		for (int i = 0; i < 4; i++) {
+			rc = queen_lease_read_msg(b, bb->lease_id, names[i],
+			    true, &one);
+			ok(rc == 0 && one->n == 1 &&
+				one->msgs[0].offset == offs[i] &&
+				one->msgs[0].len == strlen(want[i]) &&
+				memcmp(one->msgs[0].payload, want[i],
+				    strlen(want[i])) == 0,
+			    "along: %s is its own message (%d)", names[i], rc);
+			queen_batch_free(one);
+			one = NULL;
+		}
+		is_int(queen_lease_read_msg(b, bb->lease_id, "a2", true, &one),
+		    -ENOENT, "along: a2, acked before, is not under it");
+		ok(ack1(a, "al", "p1", NULL, "a4", "completed", bb->lease_id,
+		       &r) == 0 &&
+			r.success,
+		    "along: a acks a4 by name");
+		is_int(committed(a, "al", NULL, "p1"), 5,
+		    "along: that committed a4's offset");
+		ok(ack1(a, "al", "p1", NULL, "a5", "completed", bb->lease_id,
+		       &r) == 0 &&
+			r.success,
+		    "along: and a5");
+	}
+	queen_batch_free(bb);
+
+	/* too large to read along: read on its own, whole */
+	is_int(push_len(a, "al", "p3", "big", big, bigl), 1,
+	    "along: push 1.5 MiB");
+	f.now += 1000;
+	rc = pop1(b, "al", NULL, NULL, 1, &bb);
+	ok(rc == 0 && bb->msgs[0].len == bigl &&
+		memcmp(bb->msgs[0].payload, big, bigl) == 0,
+	    "along: b pops it whole (%d)", rc);
+	rc = bb ? queen_lease_read_msg(b, bb->lease_id, "big", true, &one) : -1;
+	ok(rc == 0 && one->n == 1 && one->msgs[0].len == bigl &&
+		memcmp(one->msgs[0].payload, big, bigl) == 0,
+	    "along: and reads it by name whole (%d)", rc);
+	queen_batch_free(one);
+	queen_batch_free(bb);
+	free(big);
+	queen_close(b);
+	fix_close(&f);
+}
+
+/*
+ * A message looked up by name, then read (the kernel's lookup, getattr
+ * and read of partitions/<p>/<name>): one statement reads the rows, the
+ * name's newest hash row and a small message; the answers are each
+ * name's own, a large message is read whole on its own, a name pushed
+ * by another handle is found once the rows read before are stale.
+ */
+static int
+find_read(struct queen *q, const char *txid, int64_t *off,
+    struct queen_batch **b)
+{
+	int rc;
+
+	*b = NULL;
+	if ((rc = queen_msg_find(q, "byname", "p", txid, off)) != 0)
+		return rc;
+	rc = queen_msg_read(q, "byname", "p", *off, 1, true, b);
+	return rc == 0 && (!*b || (*b)->n != 1) ? -EIO : rc;
+}
+
+static void
+test_find_by_name(void)
+{
+	struct fix f;
+	struct queen *a = fix_open(&f, "pgm-byname");
+	struct queen *b = open_other(&f, NULL);
+	struct queen_batch *m = NULL;
+	size_t bigl = 100 << 10;
+	char *big = malloc(bigl);
+	int64_t off = 0;
+	uint64_t t;
+	int rc;
+
+	if (!big)
+		exit(1);
+	memset(big, 'q', bigl);
+	big[bigl - 1] = 'r';
+	is_int(push1(a, "byname", "p", "x1", "one"), 1, "byname: push x1");
+	is_int(push1(a, "byname", "p", "x2", "two"), 2, "byname: push x2");
+	is_int(push_len(a, "byname", "p", "x3", big, bigl), 3,
+	    "byname: push x3 of 100 KiB");
+	t = queen_round_trips(b);
+	rc = find_read(b, "x2", &off, &m);
+	t = queen_round_trips(b) - t;
+	ok(rc == 0 && off == 2 && m->msgs[0].len == 3 &&
+		memcmp(m->msgs[0].payload, "two", 3) == 0,
+	    "byname: x2 found and read (%d)", rc);
+	is_int((int)t, 1, "byname: in one round trip");
+	queen_batch_free(m);
+	rc = find_read(b, "x1", &off, &m);
+	ok(rc == 0 && off == 1 && m->msgs[0].len == 3 &&
+		memcmp(m->msgs[0].payload, "one", 3) == 0,
+	    "byname: then x1, its own (%d)", rc);
+	queen_batch_free(m);
+	rc = find_read(b, "x3", &off, &m);
+	ok(rc == 0 && off == 3 && m->msgs[0].len == bigl &&
+		memcmp(m->msgs[0].payload, big, bigl) == 0,
+	    "byname: x3 read whole (%d)", rc);
+	queen_batch_free(m);
+	is_int(find_read(b, "x4", &off, &m), -ENOENT,
+	    "byname: x4 is not there");
+	is_int(push1(a, "byname", "p", "x4", "four"), 4, "byname: a pushes x4");
+	usleep(3000);
+	rc = find_read(b, "x4", &off, &m);
+	ok(rc == 0 && off == 4 && m->msgs[0].len == 4 &&
+		memcmp(m->msgs[0].payload, "four", 4) == 0,
+	    "byname: b finds it a moment later (%d)", rc);
+	queen_batch_free(m);
+	is_int(find_read(b, "x1", &off, &m), 0, "byname: x1 again");
+	is_int(off, 1, "byname: at its offset");
+	queen_batch_free(m);
+	free(big);
+	queen_close(b);
+	fix_close(&f);
+}
+
 int
 main(void)
 {
@@ -1586,5 +1852,7 @@ main(void)
 	test_sent_write_fails();
 	test_cursor_repair();
 	test_lease_durable();
+	test_read_along();
+	test_find_by_name();
 	return done_testing();
 }

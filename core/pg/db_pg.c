@@ -37,17 +37,40 @@
  * lock that found a newer one hands that back with the partition of
  * the snapshot, which may then be older than the cursor.
  */
+/* clang-format off */
 #define READY_LIMIT " LIMIT " QUEEN_STR(CURSOR_READY_PAGE)
-#define CUR_READY \
+#define READY_COLS \
 	"SELECT c.partition_id, c.group_id, c.committed, " \
 	"c.batch_end, c.lease_id, c.lease_expires_at, c.retry_count, " \
 	"c.next_at, " PART_P_COLS ", c.xmin = (SELECT o.xmin FROM cursors o " \
-	"WHERE o.partition_id = c.partition_id AND o.group_id = c.group_id) " \
-	"FROM cursors c JOIN partitions p " \
-	"ON p.id = c.partition_id WHERE c.group_id = $1 " \
-	"AND c.next_at >= 0 AND c.next_at <= $2 " \
-	"AND (c.next_at, c.partition_id) > ($3, $4) " \
-	"ORDER BY c.next_at, c.partition_id" READY_LIMIT
+	"WHERE o.partition_id = c.partition_id AND o.group_id = c.group_id)"
+#define READY_WHERE \
+	"WHERE c.group_id = $1 AND c.next_at >= 0 AND c.next_at <= $2 " \
+	"AND (c.next_at, c.partition_id) > ($3, $4)"
+#define CUR_READY \
+	READY_COLS " FROM cursors c JOIN partitions p " \
+	"ON p.id = c.partition_id " READY_WHERE \
+	" ORDER BY c.next_at, c.partition_id" READY_LIMIT
+/*
+ * The same inside a call that writes: the first row no other
+ * transaction holds, without a lease live at $5, locked; so a pop locks
+ * only the cursors it looks at, and a lease held elsewhere is not
+ * waited for nor held up (its ack locks that cursor).  With it the
+ * message after it, as msg_scan reads it (19; its payload NULL if over
+ * AHEAD_MSG_MAX, its length at 26), which the pop reads next.
+ */
+#define CUR_READY_ONE \
+	READY_COLS ", m.* FROM cursors c JOIN partitions p " \
+	"ON p.id = c.partition_id " \
+	"LEFT JOIN LATERAL (SELECT id, created_at, txid, trace_id, " \
+	"CASE WHEN length(payload) <= " QUEEN_STR(AHEAD_MSG_MAX) \
+	" THEN payload END, " SCAN_XIDS ", length(payload)::bigint " \
+	"FROM messages WHERE id >= (p.id << 40) + c.committed + 1 AND " \
+	"id <= (p.id << 40) + 1099511627775 ORDER BY id LIMIT 1) m ON true " \
+	READY_WHERE " AND (c.lease_id IS NULL OR c.lease_id = '' OR " \
+	"c.lease_expires_at <= $5) ORDER BY c.next_at, c.partition_id " \
+	"LIMIT 1 FOR UPDATE OF c SKIP LOCKED"
+/* clang-format on */
 /* the keys of partition p's first message and first hash row */
 #define SHIFT_P "(p.id << " QUEEN_STR(OFFSET_BITS) ")"
 #define HEAD_KEY SHIFT_P " + p.head"
@@ -89,6 +112,21 @@
 	" ORDER BY id DESC LIMIT 1) d ON true LEFT JOIN LATERAL (SELECT id " \
 	"FROM txns WHERE id >= " SHIFT_P " AND id < " SHIFT_P1 " ORDER BY id " \
 	"DESC LIMIT 1) t ON true WHERE q.name = $1"
+/*
+ * Ahead of a lookup of a message by name: the queue (columns from 0),
+ * the partition (21), the newest row of the hash in [head, tail] (31,
+ * 32) and that message as msg_scan reads it (33; its payload NULL if
+ * over $4, its length at 40)
+ */
+#define FIND_AHEAD \
+	"SELECT " QUEUE_Q_COLS ", " PART_P_COLS ", d.id, d.created_at, m.* " \
+	"FROM queues q JOIN partitions p ON p.queue_id = q.id " \
+	"AND p.name = $2 LEFT JOIN LATERAL (SELECT id, created_at " \
+	"FROM txns WHERE hash = $3 AND id >= " HEAD_KEY " AND id <= " TAIL_KEY \
+	" ORDER BY id DESC LIMIT 1) d ON true LEFT JOIN LATERAL (SELECT id, " \
+	"created_at, txid, trace_id, CASE WHEN length(payload) <= $4 THEN " \
+	"payload END, " SCAN_XIDS ", length(payload)::bigint FROM messages " \
+	"WHERE id = d.id) m ON true WHERE q.name = $1"
 #define TIMER_COLS "key, part_name, due_at, created_at, payload"
 #define LOCK " FOR UPDATE"
 #define BEGIN_RC begin_rc
@@ -105,6 +143,21 @@ struct stmt_def {
 #define SCAN_XIDS \
 	"xmin::text::bigint, " \
 	"(SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint)"
+
+/* clang-format off */
+/* a lease's cursor, its partition, queue and group */
+#define LEASE_ROWS \
+	"(SELECT " CUR_COLS " FROM cursors WHERE lease_id = $1) c, " \
+	"LATERAL (SELECT " PART_COLS " FROM partitions " \
+	"WHERE id = c.partition_id) p, " \
+	"LATERAL (SELECT " QUEUE_COLS " FROM queues WHERE id = p.queue_id) q, " \
+	"LATERAL (SELECT " GROUP_COLS " FROM groups WHERE id = c.group_id) g"
+/* the key of p's offset that follows (see PB) */
+#define PKEY "(p.id << 40) + "
+#define MAX_OFFSET_SQL "1099511627775"
+/* clang-format on */
+_Static_assert(OFFSET_BITS == 40 && MAX_OFFSET == INT64_C(1099511627775),
+    "PKEY");
 
 static const struct stmt_def sql[ST__N] = {
 	/* name */
@@ -223,11 +276,10 @@ static const struct stmt_def sql[ST__N] = {
 	/* lease id: through the leases table (schema version 3) */
 	[ST_CUR_BY_LEASE] = { "cur_by_lease", CUR_BY_LEASE },
 	[ST_CUR_BY_LEASE_LK] = { "cur_by_lease_lk", CUR_BY_LEASE LOCK " OF c" },
-	/* group id, upto, after_at, after_pid; rows another process is
-	 * leasing right now are skipped, not waited for */
+	/* group id, upto, after_at, after_pid, and for the locked one
+	 * now; rows another transaction holds are skipped, not waited for */
 	[ST_CUR_READY] = { "cur_ready", CUR_READY },
-	[ST_CUR_READY_LK] = { "cur_ready_lk",
-	    CUR_READY " FOR UPDATE OF c SKIP LOCKED" },
+	[ST_CUR_READY_LK] = { "cur_ready_lk", CUR_READY_ONE },
 	/* group id */
 	[ST_CUR_LIST_GROUP] = { "cur_list_group",
 	    "SELECT " CUR_COLS " FROM cursors WHERE group_id = $1 "
@@ -243,9 +295,14 @@ static const struct stmt_def sql[ST__N] = {
 	    "SELECT " CUR_COLS " FROM cursors WHERE partition_id = $1 "
 	    "ORDER BY group_id" LOCK },
 	/* partition id, at */
+	/* partition id, at, channel, payload, always: the caught-up
+	 * cursors woken, and the partition announced if any was (or
+	 * always); a row for each announcement (see drain) */
 	[ST_CUR_WAKE] = { "cur_wake",
-	    "UPDATE cursors SET next_at = $2 "
-	    "WHERE partition_id = $1 AND next_at < 0" },
+	    "WITH w AS (UPDATE cursors SET next_at = $2::bigint "
+	    "WHERE partition_id = $1::bigint AND next_at < 0 RETURNING 1) "
+	    "SELECT pg_notify($3::text, $4::text) "
+	    "WHERE $5::boolean OR EXISTS (SELECT FROM w)" },
 	[ST_CUR_DEL_GROUP] = { "cur_del_group",
 	    "DELETE FROM cursors WHERE group_id = $1" },
 	/* partition id */
@@ -259,19 +316,30 @@ static const struct stmt_def sql[ST__N] = {
 	    "RETURNING p.queue_id, p.id" },
 	/* lease id: the cursor, its partition, queue and group (columns
 	 * from 0, 8, 18 and 39) */
-	[ST_CUR_LEASE_ROWS] = { "cur_lease_rows",
-	    "SELECT * FROM (SELECT " CUR_COLS " FROM cursors "
-	    "WHERE lease_id = $1) c, "
-	    "LATERAL (SELECT " PART_COLS " FROM partitions "
-	    "WHERE id = c.partition_id) p, "
-	    "LATERAL (SELECT " QUEUE_COLS " FROM queues "
-	    "WHERE id = p.queue_id) q, "
-	    "LATERAL (SELECT " GROUP_COLS " FROM groups "
-	    "WHERE id = c.group_id) g" },
+	[ST_CUR_LEASE_ROWS] = { "cur_lease_rows", "SELECT * FROM " LEASE_ROWS },
+	/* lease id, hash, largest payload read along: those rows, then
+	 * the hash's lowest row in the lease's span (51, 52), the message
+	 * after it (53, 54), and that message as msg_scan reads it (55),
+	 * its payload NULL if over the largest, and its length (62) */
+	[ST_LEASE_AHEAD] = { "lease_ahead",
+	    "SELECT * FROM " LEASE_ROWS " "
+	    "LEFT JOIN LATERAL (SELECT id, created_at FROM txns "
+	    "WHERE hash = $2 AND id >= " PKEY "greatest(c.committed + 1, "
+	    "p.txns_start) AND id <= " PKEY "c.batch_end "
+	    "ORDER BY id LIMIT 1) t ON true "
+	    "LEFT JOIN LATERAL (SELECT id, created_at FROM messages "
+	    "WHERE id > t.id AND id <= " PKEY MAX_OFFSET_SQL " "
+	    "ORDER BY id LIMIT 1) n ON true "
+	    "LEFT JOIN LATERAL (SELECT id, created_at, txid, trace_id, "
+	    "CASE WHEN length(payload) <= $3 THEN payload END, " SCAN_XIDS
+	    ", length(payload)::bigint FROM messages WHERE id = t.id) m "
+	    "ON true" },
 	/* queue name, partition name, hash: the queue (columns from 0),
 	 * the partition (21), the newest row of the hash in its dedup
 	 * window (31, 32) and the newest hash row of the partition (33) */
 	[ST_PUSH_AHEAD] = { "push_ahead", PUSH_AHEAD },
+	/* queue name, partition name, hash, largest payload read along */
+	[ST_FIND_AHEAD] = { "find_ahead", FIND_AHEAD },
 	[ST_PUSH_AHEAD_LK] = { "push_ahead_lk", PUSH_AHEAD " FOR UPDATE OF p" },
 	/* queue name, group name: the queue (columns from 0), the group
 	 * (21), if any */
@@ -744,7 +812,7 @@ pg_close(struct store *s)
 		PQfinish(s->lc);
 	free(s->conninfo);
 	free(s->pf.set);
-	PQclear(s->ahead.ms.r);
+	pg_keep_msg(s, NULL, false, 0, 0, 0, 0, false);
 	free(s->ahead.lw.v);
 	for (int k = 0; k < AB_COLS; k++)
 		free(s->ab.b[k]);
@@ -1230,6 +1298,33 @@ pg_notify(struct store *s, int64_t qid, int64_t pid)
 	return pg_run(s, ST_NOTIFY, &a, NULL);
 }
 
+/*
+ * After a push: the caught-up cursors of the partition woken, and the
+ * partition announced if one was (a reader waits for that) or always,
+ * decided by the server in one statement sent with the rest.
+ */
+int
+pg_wake_announce(struct store *s, int64_t qid, int64_t pid, int64_t at,
+    bool always)
+{
+	struct args a = { 0 };
+	char chan[64];
+
+	chan_name(s, qid, chan, sizeof(chan));
+	a_int(&a, pid);
+	a_int(&a, at);
+	a_text(&a, chan);
+	a_int(&a, pid);
+	a_text(&a, always ? "t" : "f");
+	return pg_run(s, ST_CUR_WAKE, &a, NULL);
+}
+
+uint64_t
+pg_announced(struct store *s)
+{
+	return s->announced;
+}
+
 static struct chan *
 chan_find(struct store *s, const char *name, const char *id)
 {
@@ -1487,7 +1582,8 @@ static const struct store_ops pg_ops = {
 	.cursor_ready = pg_cursor_ready,
 	.cursor_list_group = pg_cursor_list_group,
 	.cursor_list_part = pg_cursor_list_part,
-	.cursor_wake = pg_cursor_wake,
+	.wake_announce = pg_wake_announce,
+	.announced = pg_announced,
 	.cursor_delete_group = pg_cursor_delete_group,
 	.cursor_min_committed = pg_cursor_min_committed,
 	.msg_append = pg_msg_append,
@@ -1502,6 +1598,8 @@ static const struct store_ops pg_ops = {
 	.push_ahead = pg_push_ahead,
 	.pop_ahead = pg_pop_ahead,
 	.ack_ahead = pg_ack_ahead,
+	.lease_ahead = pg_lease_ahead,
+	.find_ahead = pg_find_ahead,
 	.txn_time = pg_txn_time,
 	.txn_purge = pg_txn_purge,
 	.dlq_insert = pg_dlq_insert,

@@ -389,37 +389,61 @@ pg_msg_append(struct store *s, int64_t pid, int64_t off, int64_t at,
 
 /*
  * The callbacks of pg_msg_scan over an answer that has the payloads
- * (has) or their lengths; without want a caller gets the lengths only.
+ * (has) or their lengths, msg_scan's columns from k, in row (or every
+ * row: -1); without want a caller gets the lengths only.
  */
-static int
-scan_rows(struct store *s, PGresult *r, int64_t pid, bool has, bool want,
-    msg_row_cb cb, void *arg)
+int
+pg_scan_rows(struct store *s, PGresult *r, int row, int k, int64_t pid,
+    bool has, bool want, msg_row_cb cb, void *arg)
 {
 	struct msg_row m;
-	int rc = 0, i;
+	int rc = 0, i = row < 0 ? 0 : row;
+	int n = row < 0 ? PQntuples(r) : row + 1;
 
-	for (i = 0; rc == 0 && i < PQntuples(r); i++) {
+	for (; rc == 0 && i < n; i++) {
 		/* the row's 32-bit xid, placed in the epoch nearest the
 		 * statement's oldest running one; an xid 2^31 older
 		 * (frozen) lands ahead, so it is only ever thought younger */
-		int64_t run = col_int(r, i, 6);
-		int32_t d = (int32_t)(uint32_t)((uint64_t)col_int(r, i, 5) -
+		int64_t run = col_int(r, i, k + 6);
+		int32_t d = (int32_t)(uint32_t)((uint64_t)col_int(r, i, k + 5) -
 		    (uint64_t)run);
 
 		if (run + d > s->read_xid)
 			s->read_xid = run + d;
-		m.offset = col_int(r, i, 0) - PB(pid);
-		m.created_at = col_int(r, i, 1);
-		m.txid = col_str(r, i, 2);
-		m.trace_id = col_str(r, i, 3);
-		m.payload = has && want ? PQgetvalue(r, i, 4) : NULL;
+		m.offset = col_int(r, i, k) - PB(pid);
+		m.created_at = col_int(r, i, k + 1);
+		m.txid = col_str(r, i, k + 2);
+		m.trace_id = col_str(r, i, k + 3);
+		m.payload = has && want ? PQgetvalue(r, i, k + 4) : NULL;
 		if (has)
-			m.len = (size_t)PQgetlength(r, i, 4);
+			m.len = (size_t)PQgetlength(r, i, k + 4);
 		else
-			m.len = (size_t)col_int(r, i, 4);
+			m.len = (size_t)col_int(r, i, k + 4);
 		rc = cb(arg, &m);
 	}
 	return rc;
+}
+
+/*
+ * Keep row's message of r (msg_scan's columns from k, the first at
+ * offset from) for the next msg_scan of it: r is freed with the next
+ * one kept, or, lent, stays its reader's, who forgets it before freeing
+ * it (pg_keep_msg(s, NULL, ...)).
+ */
+void
+pg_keep_msg(struct store *s, PGresult *r, bool lent, int row, int k,
+    int64_t pid, int64_t from, bool payload)
+{
+	if (!s->ahead.ms.lent)
+		PQclear(s->ahead.ms.r);
+	s->ahead.ms.r = r;
+	s->ahead.ms.lent = lent;
+	s->ahead.ms.on = r != NULL;
+	s->ahead.ms.row = row;
+	s->ahead.ms.k = k;
+	s->ahead.ms.pid = pid;
+	s->ahead.ms.from = from;
+	s->ahead.ms.payload = payload;
 }
 
 /*
@@ -439,8 +463,8 @@ pg_msg_scan(struct store *s, int64_t pid, int64_t from, size_t max,
 	if (max == 1 && ahead_ok(s) && s->ahead.ms.on &&
 	    s->ahead.ms.pid == pid && s->ahead.ms.from == from &&
 	    (s->ahead.ms.payload || !payload))
-		return scan_rows(s, s->ahead.ms.r, pid, s->ahead.ms.payload,
-		    payload, cb, arg);
+		return pg_scan_rows(s, s->ahead.ms.r, s->ahead.ms.row,
+		    s->ahead.ms.k, pid, s->ahead.ms.payload, payload, cb, arg);
 	a_int(&a, PB(pid) + (from < 0 ? 0 : from));
 	a_int(&a, PB(pid) + MAX_OFFSET);
 	a_int(&a, max > INT32_MAX ? INT32_MAX : (int64_t)max);
@@ -452,15 +476,11 @@ pg_msg_scan(struct store *s, int64_t pid, int64_t from, size_t max,
 		(!payload || PQgetlength(r, 0, 4) <= AHEAD_MSG_MAX));
 	if (max == 1 && small) {
 		ahead_keep(s);
-		PQclear(s->ahead.ms.r);
-		s->ahead.ms.r = r;
-		s->ahead.ms.on = true;
-		s->ahead.ms.pid = pid;
-		s->ahead.ms.from = from;
-		s->ahead.ms.payload = payload;
-		return scan_rows(s, r, pid, payload, payload, cb, arg);
+		pg_keep_msg(s, r, false, 0, 0, pid, from, payload);
+		return pg_scan_rows(s, r, -1, 0, pid, payload, payload, cb,
+		    arg);
 	}
-	rc = scan_rows(s, r, pid, payload, payload, cb, arg);
+	rc = pg_scan_rows(s, r, -1, 0, pid, payload, payload, cb, arg);
 	PQclear(r);
 	return rc;
 }
@@ -638,18 +658,27 @@ pg_txn_find(struct store *s, int64_t pid, const struct hash128 *h,
 	if (rc == 0 || rc == -ENOENT) {
 		/* the lookup of a name is followed by its read */
 		ahead_keep(s);
-		s->ahead.tf.on = true;
-		s->ahead.tf.highest = highest;
-		s->ahead.tf.h = *h;
-		s->ahead.tf.pid = pid;
-		s->ahead.tf.lo = lo;
-		s->ahead.tf.hi = hi;
-		s->ahead.tf.off = rc == 0 ? *off : 0;
-		s->ahead.tf.has_at = at != NULL;
-		s->ahead.tf.at = rc == 0 && at ? *at : 0;
-		s->ahead.tf.rc = rc;
+		pg_keep_find(s, pid, h, lo, hi, highest, rc, rc == 0 ? *off : 0,
+		    at != NULL, rc == 0 && at ? *at : 0);
 	}
 	return rc;
+}
+
+/* Keep txn_find(pid, h, lo, hi, highest)'s answer for the next one. */
+void
+pg_keep_find(struct store *s, int64_t pid, const struct hash128 *h, int64_t lo,
+    int64_t hi, bool highest, int rc, int64_t off, bool has_at, int64_t at)
+{
+	s->ahead.tf.on = true;
+	s->ahead.tf.highest = highest;
+	s->ahead.tf.h = *h;
+	s->ahead.tf.pid = pid;
+	s->ahead.tf.lo = lo;
+	s->ahead.tf.hi = hi;
+	s->ahead.tf.off = off;
+	s->ahead.tf.has_at = has_at;
+	s->ahead.tf.at = at;
+	s->ahead.tf.rc = rc;
 }
 
 int

@@ -119,6 +119,10 @@ drain(struct store *s, bool want, int *rc)
 		st = PQresultStatus(r);
 		if (st == PGRES_TUPLES_OK && big_row(r))
 			s->bloated = true;
+		/* a row for each announcement it made */
+		if (e->id == ST_CUR_WAKE && !e->prepare &&
+		    st == PGRES_TUPLES_OK)
+			s->announced += (uint64_t)PQntuples(r);
 		if (st == PGRES_FATAL_ERROR && bad < 0) {
 			*rc = pg_fail(s, r);
 			bad = i;

@@ -678,6 +678,56 @@ pg_cursor_put(struct store *s, const struct cursor_row *c)
 }
 
 /*
+ * What txn_find(pid, h, lo, hi, highest) would answer, read along at
+ * columns k (the key) and k + 1 (its time) of r's first row: kept for
+ * it.  Whether it found one.
+ */
+static bool
+keep_find(struct store *s, const PGresult *r, int k, int64_t pid,
+    const struct hash128 *h, int64_t lo, int64_t hi, bool highest)
+{
+	bool found = !PQgetisnull(r, 0, k);
+
+	pg_keep_find(s, pid, h, lo, hi, highest, found ? 0 : -ENOENT,
+	    found ? col_int(r, 0, k) - PB(pid) : 0, true,
+	    found ? col_int(r, 0, k + 1) : 0);
+	return found;
+}
+
+/*
+ * The message read along at columns k of r's row i, as msg_scan reads
+ * it, then its length (k + 7; its payload NULL when too large to read
+ * along), kept for the msg_scan of it (pg_keep_msg): unless it is not
+ * there or too large.  Whether r was kept.
+ */
+static bool
+keep_row_msg(struct store *s, PGresult *r, bool lent, int i, int k, int64_t pid)
+{
+	if (PQnfields(r) < k + 8 || PQgetisnull(r, i, k) ||
+	    (PQgetisnull(r, i, k + 4) && col_int(r, i, k + 7) > 0))
+		return false;
+	pg_keep_msg(s, r, lent, i, k, pid, col_int(r, i, k) - PB(pid), true);
+	return true;
+}
+
+/* The rows of ST_CUR_LEASE_ROWS's columns in r, kept ahead. */
+static int
+lease_rows(struct store *s, const PGresult *r, struct cursor_row *out)
+{
+	int rc = PQntuples(r) ? read_cursor(s, r, 0, out) : -ENOENT;
+
+	if (rc == 0) {
+		read_part(r, 0, 8, &s->ahead.p);
+		read_queue(r, 0, 18, &s->ahead.q);
+		read_group(r, 0, 39, &s->ahead.g);
+		ahead_mark(s);
+		s->ahead.hq = s->ahead.hp = s->ahead.hg = s->ahead.hc = true;
+		s->ahead.c = *out;
+	}
+	return rc;
+}
+
+/*
  * A lookup by lease is followed by the lookups of its partition, queue
  * and group: an unlocked one reads them along, and those lookups take
  * them from s->ahead until the next statement goes out.  They are the
@@ -702,17 +752,62 @@ pg_cursor_by_lease(struct store *s, const char *lease, struct cursor_row *out)
 	}
 	if (!(r = exec(s, ST_CUR_LEASE_ROWS, &a, &rc)))
 		return rc;
-	rc = PQntuples(r) ? read_cursor(s, r, 0, out) : -ENOENT;
-	if (rc == 0) {
-		read_part(r, 0, 8, &s->ahead.p);
-		read_queue(r, 0, 18, &s->ahead.q);
-		read_group(r, 0, 39, &s->ahead.g);
-		ahead_mark(s);
-		s->ahead.hq = s->ahead.hp = s->ahead.hg = s->ahead.hc = true;
-		s->ahead.c = *out;
-	}
+	rc = lease_rows(s, r, out);
 	PQclear(r);
 	return rc;
+}
+
+/*
+ * Ahead of the read of one message of a lease (its lookup by name, then
+ * the open and read of it): the rows above, and the message's hash row
+ * and the message as txn_find and msg_scan would read them next (see
+ * lease_msg_in), in one statement.  Inside a call that writes, the lease
+ * is read locked: left to the reads themselves.
+ */
+int
+pg_lease_ahead(struct store *s, const char *lease, const struct hash128 *h)
+{
+	struct args a = { 0 };
+	struct cursor_row c;
+	const struct part_row *p = &s->ahead.p;
+	PGresult *r;
+	int64_t lo, hi;
+	int rc;
+
+	if (locked(s, ST_CUR_BY_LEASE) != ST_CUR_BY_LEASE)
+		return 0;
+	if (ahead_ok(s) && s->ahead.hc && s->ahead.tf.on &&
+	    strcmp(s->ahead.c.lease_id, lease) == 0 &&
+	    memcmp(s->ahead.tf.h.b, h->b, sizeof(h->b)) == 0)
+		return 0;
+	a_text(&a, lease);
+	a_bytes(&a, h->b, 16);
+	a_int(&a, AHEAD_MSG_MAX);
+	if (!(r = exec(s, ST_LEASE_AHEAD, &a, &rc)))
+		return rc;
+	if ((rc = lease_rows(s, r, &c)) != 0) {
+		PQclear(r);
+		return rc == -ENOENT ? 0 : rc;
+	}
+	lo = c.committed + 1 > p->txns_start ? c.committed + 1 : p->txns_start;
+	hi = c.batch_end;
+	if (lo > hi || lo < 1 || hi > MAX_OFFSET) {
+		PQclear(r);
+		return 0;
+	}
+	if (keep_find(s, r, 51, p->id, h, lo, hi, false)) {
+		s->ahead.mn.on = true;
+		s->ahead.mn.pid = p->id;
+		s->ahead.mn.after = s->ahead.tf.off;
+		s->ahead.mn.off = PQgetisnull(r, 0, 53) ?
+		    0 :
+		    col_int(r, 0, 53) - PB(p->id);
+		s->ahead.mn.at = col_int(r, 0, 54);
+		if (keep_row_msg(s, r, false, 0, 55, p->id))
+			return 0;
+	}
+	PQclear(r);
+	return 0;
 }
 
 /* Ahead of a pop: its queue and group, in one statement. */
@@ -826,6 +921,70 @@ pg_push_ahead(struct store *s, const char *queue, const char *part,
 }
 
 /*
+ * Ahead of a lookup of a message by name (queen_msg_find, then the read
+ * of its facts or bytes): the queue and partition rows, the newest hash
+ * row of h in [head, tail] and a small message, in one statement.
+ */
+int
+pg_find_ahead(struct store *s, const char *queue, const char *part,
+    const struct hash128 *h)
+{
+	struct args a = { 0 };
+	PGresult *r;
+	int64_t lo, hi;
+	int rc;
+
+	if (locked(s, ST_PART_GET) != ST_PART_GET)
+		return 0;
+	/* the kernel's lookup, getattr and getxattr of one name */
+	if (ahead_ok(s) && s->ahead.hq && s->ahead.hp && s->ahead.tf.on &&
+	    s->ahead.tf.highest && s->ahead.tf.pid == s->ahead.p.id &&
+	    s->ahead.p.queue_id == s->ahead.q.id &&
+	    strcmp(s->ahead.q.name, queue) == 0 &&
+	    strcmp(s->ahead.p.name, part) == 0 &&
+	    memcmp(s->ahead.tf.h.b, h->b, sizeof(h->b)) == 0)
+		return 0;
+	a_text(&a, queue);
+	a_text(&a, part);
+	a_bytes(&a, h->b, sizeof(h->b));
+	a_int(&a, FIND_MSG_MAX);
+	if (!(r = exec(s, ST_FIND_AHEAD, &a, &rc)))
+		return rc;
+	if (PQntuples(r) != 1) {
+		PQclear(r);
+		return 0;
+	}
+	read_queue(r, 0, 0, &s->ahead.q);
+	read_part(r, 0, 21, &s->ahead.p);
+	ahead_mark(s);
+	s->ahead.hq = s->ahead.hp = true;
+	lo = s->ahead.p.head < 1 ? 1 : s->ahead.p.head;
+	hi = s->ahead.p.tail > MAX_OFFSET ? MAX_OFFSET : s->ahead.p.tail;
+	if (lo > hi) {
+		PQclear(r);
+		return 0;
+	}
+	if (keep_find(s, r, 31, s->ahead.p.id, h, lo, hi, true) &&
+	    keep_row_msg(s, r, false, 0, 33, s->ahead.p.id))
+		return 0;
+	PQclear(r);
+	return 0;
+}
+
+/*
+ * The message after a ready cursor, read with it (CUR_READY_ONE), kept
+ * for the pop's read of it; only from the cursor the snapshot holds,
+ * and from the message's own offset, which is the first one past the
+ * cursor whatever cursor the statement saw.
+ */
+static void
+ready_msg(struct store *s, PGresult *r, int i)
+{
+	if (s->ahead.hp)
+		keep_row_msg(s, r, true, i, 19, col_int(r, i, 0));
+}
+
+/*
  * All rows are read before the first callback, as db.c collects them.
  * With parts, each row carries its partition too, which answers the
  * callback's lookup of it until the callback sends a statement.
@@ -860,17 +1019,58 @@ cursor_walk(struct store *s, enum stmt id, const struct args *a, bool parts,
 	return rc;
 }
 
+/*
+ * Inside a call that writes, the ready cursors one at a time, each
+ * locked (CUR_READY_ONE): a pop takes the first as a rule, and had it
+ * locked a page of them, every other daemon's pop would skip them all
+ * until its commit, and the acks of their leases wait for it.
+ */
 int
 pg_cursor_ready(struct store *s, int64_t gid, int64_t upto, int64_t after_at,
-    int64_t after_pid, cursor_row_cb cb, void *arg)
+    int64_t after_pid, int64_t now, cursor_row_cb cb, void *arg)
 {
-	struct args a = { 0 };
+	struct cursor_row c;
+	PGresult *r;
+	int rc = 0, n;
 
-	a_int(&a, gid);
-	a_int(&a, upto);
-	a_int(&a, after_at);
-	a_int(&a, after_pid);
-	return cursor_walk(s, locked(s, ST_CUR_READY), &a, true, cb, arg);
+	if (locked(s, ST_CUR_READY) == ST_CUR_READY) {
+		struct args a = { 0 };
+
+		a_int(&a, gid);
+		a_int(&a, upto);
+		a_int(&a, after_at);
+		a_int(&a, after_pid);
+		return cursor_walk(s, ST_CUR_READY, &a, true, cb, arg);
+	}
+	for (n = 0; rc == 0 && n < CURSOR_READY_PAGE; n++) {
+		struct args a = { 0 };
+
+		a_int(&a, gid);
+		a_int(&a, upto);
+		a_int(&a, after_at);
+		a_int(&a, after_pid);
+		a_int(&a, now);
+		if (!(r = exec(s, ST_CUR_READY_LK, &a, &rc)))
+			return rc;
+		if (PQntuples(r) == 0) {
+			PQclear(r);
+			break;
+		}
+		ahead_mark(s);
+		read_part(r, 0, 8, &s->ahead.p);
+		s->ahead.hp = !PQgetisnull(r, 0, 18) &&
+		    PQgetvalue(r, 0, 18)[0] != 0;
+		ready_msg(s, r, 0);
+		if ((rc = read_cursor(s, r, 0, &c)) == 0) {
+			after_at = c.next_at;
+			after_pid = c.partition_id;
+			rc = cb(arg, &c);
+		}
+		if (s->ahead.ms.r == r)
+			pg_keep_msg(s, NULL, false, 0, 0, 0, 0, false);
+		PQclear(r);
+	}
+	return rc;
 }
 
 int
@@ -890,20 +1090,6 @@ pg_cursor_list_part(struct store *s, int64_t pid, cursor_row_cb cb, void *arg)
 
 	a_int(&a, pid);
 	return cursor_walk(s, locked(s, ST_CUR_LIST_PART), &a, false, cb, arg);
-}
-
-int
-pg_cursor_wake(struct store *s, int64_t pid, int64_t at)
-{
-	struct args a = { 0 };
-
-	int64_t n;
-	int rc;
-
-	a_int(&a, pid);
-	a_int(&a, at);
-	rc = pg_run(s, ST_CUR_WAKE, &a, &n);
-	return rc < 0 ? rc : (int)n;
 }
 
 int

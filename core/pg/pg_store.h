@@ -33,8 +33,8 @@ enum stmt {
 	ST_CUR_BY_LEASE, ST_CUR_BY_LEASE_LK, ST_CUR_READY, ST_CUR_READY_LK,
 	ST_CUR_LIST_GROUP, ST_CUR_LIST_GROUP_LK, ST_CUR_LIST_PART,
 	ST_CUR_LIST_PART_LK, ST_CUR_WAKE, ST_CUR_DEL_GROUP, ST_CUR_MIN,
-	ST_CUR_LEASE_ROWS, ST_CUR_REPAIR, ST_PUSH_AHEAD, ST_PUSH_AHEAD_LK,
-	ST_POP_AHEAD, ST_ACK_AHEAD,
+	ST_CUR_LEASE_ROWS, ST_LEASE_AHEAD, ST_CUR_REPAIR, ST_PUSH_AHEAD,
+	ST_PUSH_AHEAD_LK, ST_POP_AHEAD, ST_ACK_AHEAD, ST_FIND_AHEAD,
 	ST_MSG_APPEND, ST_MSG_APPEND_MANY, ST_TXN_APPEND, ST_MSG_SCAN, ST_MSG_SCAN_META,
 	ST_MSG_TIME, ST_MSG_NEXT, ST_MSG_COUNT, ST_MSG_PURGE,
 	ST_MSG_DELETE_PART,
@@ -79,6 +79,9 @@ _Static_assert(ST_PUSH_AHEAD_LK == LOCKED_TWIN(ST_PUSH_AHEAD), "twin");
 #define PG_BUF_KEEP (8 << 20)
 /* a message read larger than this is not kept for the next read */
 #define AHEAD_MSG_MAX (1 << 20)
+/* a lookup by name reads a message along only up to this size: a stat
+ * of a large one reads no payload */
+#define FIND_MSG_MAX (64 << 10)
 /* txn_find_many's rows past this many are freed once the next read goes */
 #define LW_KEEP 4096
 struct lowest {
@@ -139,6 +142,7 @@ struct store {
 	int64_t *seen;
 	size_t nseen, capseen;
 	uint64_t round_trips; /* waits for the server since open */
+	uint64_t announced;   /* NOTIFYs that cur_wake sent */
 	/* the newest xid of a message read in this transaction (0: none),
 	 * and the xid below which a flush vouched for every commit: see
 	 * pg_read_durable */
@@ -200,6 +204,8 @@ struct store {
 			bool on, payload;
 			int64_t pid, from;
 			PGresult *r;
+			int row, k; /* its row, its columns from k */
+			bool lent;  /* r is its reader's to free */
 		} ms;
 	} ahead;
 	/* appends of this transaction not sent yet, as the elements of
@@ -299,12 +305,25 @@ int pg_cursor_get(struct store *s, int64_t pid, int64_t gid,
     struct cursor_row *out);
 int pg_cursor_put(struct store *s, const struct cursor_row *c);
 int pg_cursor_by_lease(struct store *s, const char *lease, struct cursor_row *out);
-int pg_cursor_ready(struct store *s, int64_t gid, int64_t upto, int64_t after_at,
-    int64_t after_pid, cursor_row_cb cb, void *arg);
+int pg_cursor_ready(struct store *s, int64_t gid, int64_t upto,
+    int64_t after_at, int64_t after_pid, int64_t now, cursor_row_cb cb,
+    void *arg);
 int pg_cursor_list_group(struct store *s, int64_t gid, cursor_row_cb cb,
     void *arg);
 int pg_cursor_list_part(struct store *s, int64_t pid, cursor_row_cb cb, void *arg);
-int pg_cursor_wake(struct store *s, int64_t pid, int64_t at);
+int pg_wake_announce(struct store *s, int64_t qid, int64_t pid, int64_t at,
+    bool always);
+uint64_t pg_announced(struct store *s);
+int pg_lease_ahead(struct store *s, const char *lease, const struct hash128 *h);
+int pg_find_ahead(struct store *s, const char *queue, const char *part,
+    const struct hash128 *h);
+int pg_scan_rows(struct store *s, PGresult *r, int row, int k, int64_t pid,
+    bool has, bool want, msg_row_cb cb, void *arg);
+void pg_keep_msg(struct store *s, PGresult *r, bool lent, int row, int k,
+    int64_t pid, int64_t from, bool payload);
+void pg_keep_find(struct store *s, int64_t pid, const struct hash128 *h,
+    int64_t lo, int64_t hi, bool highest, int rc, int64_t off, bool has_at,
+    int64_t at);
 int pg_cursor_delete_group(struct store *s, int64_t gid);
 int pg_cursor_min_committed(struct store *s, int64_t pid, int64_t *out);
 int pg_msg_append(struct store *s, int64_t pid, int64_t off, int64_t at,

@@ -149,7 +149,7 @@ int s_cursor_get(struct store *s, int64_t pid, int64_t gid,
 int s_cursor_put(struct store *s, const struct cursor_row *c);
 int s_cursor_by_lease(struct store *s, const char *lease, struct cursor_row *out);
 int s_cursor_ready(struct store *s, int64_t gid, int64_t upto, int64_t after_at,
-    int64_t after_pid, cursor_row_cb cb, void *arg);
+    int64_t after_pid, int64_t now, cursor_row_cb cb, void *arg);
 int s_cursor_list_group(struct store *s, int64_t gid, cursor_row_cb cb,
     void *arg);
 int s_cursor_list_part(struct store *s, int64_t pid, cursor_row_cb cb, void *arg);
