@@ -1826,6 +1826,75 @@ test_find_by_name(void)
 	fix_close(&f);
 }
 
+/* seq_scan of the cursors table, as the server reported it */
+static int64_t
+cursor_seq_scans(const struct fix *f)
+{
+	return sql_value(f, "SELECT seq_scan FROM pg_stat_user_tables WHERE "
+			    "schemaname = current_schema() AND "
+			    "relname = 'cursors'");
+}
+
+/*
+ * A lease is found through the leases table, not by reading every
+ * cursor (cursors.lease_id has no index since schema version 3): the
+ * server's count of whole-table reads of cursors over the read of a
+ * leased message by name and its ack, with 1,000 cursors.  Reported as
+ * in test_dlq_lookup.
+ */
+static void
+test_lease_lookup(void)
+{
+	enum { N = 1000 };
+	struct fix f;
+	struct queen *q = fix_open(&f, "pgm-leasefind");
+	struct queen_batch *b = NULL, *one = NULL;
+	struct queen_ack_result ar;
+	char part[32], tx[32];
+	int64_t s0, s1 = -1;
+	int i, ok_all = 1, rc;
+
+	for (i = 0; i < N && ok_all; i++) {
+		snprintf(part, sizeof(part), "p%04d", i);
+		snprintf(tx, sizeof(tx), "m%04d", i);
+		if (push1(q, Q, part, tx, "x") != 1 ||
+		    pop1(q, Q, part, NULL, 1, &b) != 0)
+			ok_all = 0;
+		if (ok_all && i < N - 1 &&
+		    (ack1(q, Q, part, NULL, tx, "completed", b->lease_id,
+			 &ar) != 0 ||
+			!ar.success))
+			ok_all = 0;
+		if (i < N - 1) {
+			queen_batch_free(b);
+			b = NULL;
+		}
+	}
+	ok(ok_all && b, "lease lookup: %d cursors, the last one leased", N);
+	if (!ok_all || !b) {
+		queen_batch_free(b);
+		fix_close(&f);
+		return;
+	}
+	usleep(1200 * 1000);
+	push1(q, "elsewhere", NULL, "e1", "x");
+	usleep(1200 * 1000);
+	s0 = cursor_seq_scans(&f);
+	rc = queen_lease_read_msg(q, b->lease_id, "m0999", true, &one);
+	ok(rc == 0 && one->n == 1, "lease lookup: m0999 read by name (%d)", rc);
+	queen_batch_free(one);
+	ok(ack1(q, Q, "p0999", NULL, "m0999", "completed", b->lease_id,
+	       &ar) == 0 && ar.success, "lease lookup: and acked");
+	push1(q, "elsewhere", NULL, "e2", "x");
+	for (i = 0; i < 30 && s1 <= s0; i++) {
+		usleep(100 * 1000);
+		s1 = cursor_seq_scans(&f);
+	}
+	is_int(s1 - s0, 0, "lease lookup: no whole read of cursors");
+	queen_batch_free(b);
+	fix_close(&f);
+}
+
 int
 main(void)
 {
@@ -1854,5 +1923,6 @@ main(void)
 	test_lease_durable();
 	test_read_along();
 	test_find_by_name();
+	test_lease_lookup();
 	return done_testing();
 }

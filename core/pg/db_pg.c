@@ -145,9 +145,10 @@ struct stmt_def {
 	"(SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint)"
 
 /* clang-format off */
-/* a lease's cursor, its partition, queue and group */
+/* a lease's cursor (through the leases table: cursors.lease_id has no
+ * index since schema version 3), its partition, queue and group */
 #define LEASE_ROWS \
-	"(SELECT " CUR_COLS " FROM cursors WHERE lease_id = $1) c, " \
+	"(" CUR_BY_LEASE ") c, " \
 	"LATERAL (SELECT " PART_COLS " FROM partitions " \
 	"WHERE id = c.partition_id) p, " \
 	"LATERAL (SELECT " QUEUE_COLS " FROM queues WHERE id = p.queue_id) q, " \
