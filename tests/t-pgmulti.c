@@ -1830,9 +1830,10 @@ test_find_by_name(void)
 static int64_t
 cursor_seq_scans(const struct fix *f)
 {
-	return sql_value(f, "SELECT seq_scan FROM pg_stat_user_tables WHERE "
-			    "schemaname = current_schema() AND "
-			    "relname = 'cursors'");
+	return sql_value(f,
+	    "SELECT seq_scan FROM pg_stat_user_tables WHERE "
+	    "schemaname = current_schema() AND "
+	    "relname = 'cursors'");
 }
 
 /*
@@ -1883,8 +1884,10 @@ test_lease_lookup(void)
 	rc = queen_lease_read_msg(q, b->lease_id, "m0999", true, &one);
 	ok(rc == 0 && one->n == 1, "lease lookup: m0999 read by name (%d)", rc);
 	queen_batch_free(one);
-	ok(ack1(q, Q, "p0999", NULL, "m0999", "completed", b->lease_id,
-	       &ar) == 0 && ar.success, "lease lookup: and acked");
+	ok(ack1(q, Q, "p0999", NULL, "m0999", "completed", b->lease_id, &ar) ==
+		    0 &&
+		ar.success,
+	    "lease lookup: and acked");
 	push1(q, "elsewhere", NULL, "e2", "x");
 	for (i = 0; i < 30 && s1 <= s0; i++) {
 		usleep(100 * 1000);
