@@ -1607,7 +1607,7 @@ test_read_along(void)
 	big[bigl / 2] = 'y';
 	/* the group's cursors of both partitions exist, committed */
 	for (int i = 1; i <= 2; i++) {
-		char part[8], tx[8];
+		char part[16], tx[16];
 
 		snprintf(part, sizeof(part), "p%d", i);
 		snprintf(tx, sizeof(tx), "w%d", i);
