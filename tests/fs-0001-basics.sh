@@ -191,7 +191,10 @@ os.rename(q + \"/\" + last, q + \"/ack/\" + last.split(\"/\")[-1])
 " "$MNT/queues/many" &&
 	n1=$(stat_of "$MNT/sys/stats" nodes) &&
 	echo "nodes: $n0 before, $n1 after the batch" &&
-	test $n1 -ge $((n0 + 1500)) &&
+	# past the bound each looked-up name goes back a second after its
+	# lookup (ops.c), so how many of the 2,000 are still held here
+	# depends on how fast they were looked up: only that some are
+	test $n1 -gt $n0 &&
 	# names go back only past the bound: the case above left us there
 	test $n1 -gt 20000 &&
 	wait_until 20 "test \$(stat_of \"$MNT/sys/stats\" nodes) -lt $((n0 + 500))"
