@@ -313,13 +313,16 @@ lease_find(struct queen *q, const char *lease_id, struct cursor_row *c,
 	return 0;
 }
 
-int
-queen_lease_get(struct queen *q, const char *lease_id,
-    struct queen_lease_info *out)
+/* The store's lease_ahead hint for h under lease_id, if it has one. */
+static int
+lease_hint(struct queen *q, const char *lease_id, const struct hash128 *h)
 {
-	struct cursor_row c;
+	int rc;
 
-	return lease_find(q, lease_id, &c, out);
+	if (!q->ops->lease_ahead || !lease_id || !lease_id[0] ||
+	    (rc = q->ops->lease_ahead(q->st, lease_id, h)) == 0)
+		return 0;
+	return queen_err(q, rc, "storage: %s", q->ops->errmsg(q->st));
 }
 
 int
@@ -330,12 +333,19 @@ queen_lease_get_for(struct queen *q, const char *lease_id, const char *txid,
 	struct hash128 h;
 	int rc;
 
-	if (txid && txid[0] && lease_id && lease_id[0] && q->ops->lease_ahead) {
+	if (txid && txid[0]) {
 		hash_txid(txid, &h);
-		if ((rc = q->ops->lease_ahead(q->st, lease_id, &h)) != 0)
+		if ((rc = lease_hint(q, lease_id, &h)) != 0)
 			return rc;
 	}
 	return lease_find(q, lease_id, &c, out);
+}
+
+int
+queen_lease_get(struct queen *q, const char *lease_id,
+    struct queen_lease_info *out)
+{
+	return queen_lease_get_for(q, lease_id, NULL, out);
 }
 
 struct llist {
@@ -449,8 +459,7 @@ lease_msg_in(struct queen *q, const char *lease_id, const char *txid,
 	if (!txid || !txid[0])
 		return queen_err(q, -EINVAL, "empty transactionId");
 	hash_txid(txid, &h);
-	if (from < 1 && q->ops->lease_ahead && lease_id && lease_id[0] &&
-	    (rc = q->ops->lease_ahead(q->st, lease_id, &h)) != 0)
+	if (from < 1 && (rc = lease_hint(q, lease_id, &h)) != 0)
 		return rc;
 	if ((rc = lease_find(q, lease_id, &c, &li)) != 0)
 		return rc;

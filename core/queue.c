@@ -574,7 +574,8 @@ queen_msg_find(struct queen *q, const char *queue, const char *partition,
 		if (q->ops->find_ahead && queen_name_valid(queue) &&
 		    partition && queen_name_valid(partition) &&
 		    (rc = q->ops->find_ahead(q->st, queue, partition, &h)) != 0)
-			return rc;
+			return queen_err(q, rc, "storage: %s",
+			    q->ops->errmsg(q->st));
 	}
 	if ((rc = queue_load(q, queue, &qr)) != 0)
 		return rc;
