@@ -273,7 +273,8 @@ struct store_ops {
 	/* optional, the same for a read of the message whose txid hashes
 	 * to h under a lease: the lease's cursor and its rows, h's lowest
 	 * row in [committed + 1, batch_end] (from txns_start), and that
-	 * message */
+	 * message; h NULL: the same for the first row of that span (a
+	 * lookup of the lease, ahead of one of its first message) */
 	int (*lease_ahead)(struct store *st, const char *lease_id,
 	    const struct hash128 *h);
 	/* optional, the same for a lookup of a message by name: the

@@ -333,11 +333,10 @@ queen_lease_get_for(struct queen *q, const char *lease_id, const char *txid,
 	struct hash128 h;
 	int rc;
 
-	if (txid && txid[0]) {
+	if (txid && txid[0])
 		hash_txid(txid, &h);
-		if ((rc = lease_hint(q, lease_id, &h)) != 0)
-			return rc;
-	}
+	if ((rc = lease_hint(q, lease_id, txid && txid[0] ? &h : NULL)) != 0)
+		return rc;
 	return lease_find(q, lease_id, &c, out);
 }
 

@@ -408,7 +408,8 @@ struct queen_lease_info {
 /*
  * A live lease by id.  -ESTALE when the id is not a live lease: expired,
  * released, or never issued (a released lease leaves no trace to tell
- * these apart).
+ * these apart).  A store may read the lease's first message along,
+ * for a lookup of it that follows.
  */
 int queen_lease_get(struct queen *q, const char *lease_id,
     struct queen_lease_info *out);

@@ -1595,6 +1595,7 @@ test_read_along(void)
 	struct queen *a = fix_open(&f, "pgm-along");
 	struct queen *b = open_other(&f, NULL);
 	struct queen_batch *ba = NULL, *bb = NULL, *one = NULL;
+	struct queen_lease_info li;
 	struct queen_ack_result r;
 	size_t bigl = (3 << 20) / 2;
 	char *big = malloc(bigl);
@@ -1685,6 +1686,21 @@ test_read_along(void)
 	is_int((int)t, 1, "along: in one round trip");
 	queen_batch_free(one);
 	one = NULL;
+	/* the kernel's way: the lease's directory, then the name in it,
+	 * once the rows read along by the read before are gone */
+	usleep(2000);
+	t = queen_round_trips(b);
+	rc = bb ? queen_lease_get(b, bb->lease_id, &li) : -1;
+	ok(rc == 0 && strcmp(li.partition, "p1") == 0 && li.first == 3,
+	    "along: the lease's directory (%d)", rc);
+	rc = bb ? queen_lease_read_msg(b, bb->lease_id, "a2", true, &one) : -1;
+	t = queen_round_trips(b) - t;
+	ok(rc == 0 && one->n == 1 && one->msgs[0].offset == 3 &&
+		memcmp(one->msgs[0].payload, "again", 5) == 0,
+	    "along: then its message by name (%d)", rc);
+	is_int((int)t, 1, "along: both in one round trip");
+	queen_batch_free(one);
+	one = NULL;
 	ok(bb &&
 		ack1(b, "al", "p1", NULL, "a2", "completed", bb->lease_id,
 		    &r) == 0 &&
@@ -1705,8 +1721,11 @@ test_read_along(void)
 		static const int64_t offs[] = { 5, 4, 6, 5 };
 
 		for (int i = 0; i < 4; i++) {
-			rc = queen_lease_read_msg(b, bb->lease_id, names[i],
-			    true, &one);
+			/* the directory's first message is read along */
+			rc = queen_lease_get(b, bb->lease_id, &li);
+			if (rc == 0)
+				rc = queen_lease_read_msg(b, bb->lease_id,
+				    names[i], true, &one);
 			ok(rc == 0 && one->n == 1 &&
 				one->msgs[0].offset == offs[i] &&
 				one->msgs[0].len == strlen(want[i]) &&
@@ -1731,6 +1750,30 @@ test_read_along(void)
 	}
 	queen_batch_free(bb);
 
+	/* over what the directory's lookup reads along: read by name */
+	is_int(push_len(a, "al", "p4", "mid", big, 9000), 1,
+	    "along: push 9000 bytes");
+	f.now += 1000;
+	rc = pop1(b, "al", "p4", NULL, 1, &bb);
+	ok(rc == 0 && bb->msgs[0].len == 9000, "along: b pops it (%d)", rc);
+	t = queen_round_trips(b);
+	rc = bb ? queen_lease_get(b, bb->lease_id, &li) : -1;
+	if (rc == 0)
+		rc = queen_lease_read_msg(b, bb->lease_id, "mid", true, &one);
+	t = queen_round_trips(b) - t;
+	ok(rc == 0 && one->n == 1 && one->msgs[0].len == 9000 &&
+		memcmp(one->msgs[0].payload, big, 9000) == 0,
+	    "along: the directory, then it by name, whole (%d)", rc);
+	is_int((int)t, 2, "along: in two round trips");
+	queen_batch_free(one);
+	one = NULL;
+	ok(bb &&
+		ack1(b, "al", "p4", NULL, "mid", "completed", bb->lease_id,
+		    &r) == 0 &&
+		r.success,
+	    "along: acked");
+	queen_batch_free(bb);
+
 	/* too large to read along: read on its own, whole */
 	is_int(push_len(a, "al", "p3", "big", big, bigl), 1,
 	    "along: push 1.5 MiB");
@@ -1739,7 +1782,9 @@ test_read_along(void)
 	ok(rc == 0 && bb->msgs[0].len == bigl &&
 		memcmp(bb->msgs[0].payload, big, bigl) == 0,
 	    "along: b pops it whole (%d)", rc);
-	rc = bb ? queen_lease_read_msg(b, bb->lease_id, "big", true, &one) : -1;
+	rc = bb ? queen_lease_get(b, bb->lease_id, &li) : -1;
+	if (rc == 0)
+		rc = queen_lease_read_msg(b, bb->lease_id, "big", true, &one);
 	ok(rc == 0 && one->n == 1 && one->msgs[0].len == bigl &&
 		memcmp(one->msgs[0].payload, big, bigl) == 0,
 	    "along: and reads it by name whole (%d)", rc);

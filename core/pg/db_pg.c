@@ -156,6 +156,23 @@ struct stmt_def {
 /* the key of p's offset that follows (see PB) */
 #define PKEY "(p.id << 40) + "
 #define MAX_OFFSET_SQL "1099511627775"
+/* a lease's rows (0-50), the lowest hash row in its span that meets
+ * cond (51, 52), the message after that row (53, 54), and the row's
+ * message as msg_scan reads it (55), its payload NULL if longer than
+ * parameter max, and its length (62); then the columns in more */
+#define LEASE_AHEAD(more, cond, max) \
+	"SELECT *" more " FROM " LEASE_ROWS " " \
+	"LEFT JOIN LATERAL (SELECT id, created_at FROM txns " \
+	"WHERE " cond "id >= " PKEY "greatest(c.committed + 1, " \
+	"p.txns_start) AND id <= " PKEY "c.batch_end " \
+	"ORDER BY id LIMIT 1) t ON true " \
+	"LEFT JOIN LATERAL (SELECT id, created_at FROM messages " \
+	"WHERE id > t.id AND id <= " PKEY MAX_OFFSET_SQL " " \
+	"ORDER BY id LIMIT 1) n ON true " \
+	"LEFT JOIN LATERAL (SELECT id, created_at, txid, trace_id, " \
+	"CASE WHEN length(payload) <= " max " THEN payload END, " \
+	SCAN_XIDS ", length(payload)::bigint FROM messages " \
+	"WHERE id = t.id) m ON true"
 /* clang-format on */
 _Static_assert(OFFSET_BITS == 40 && MAX_OFFSET == INT64_C(1099511627775),
     "PKEY");
@@ -323,18 +340,12 @@ static const struct stmt_def sql[ST__N] = {
 	 * after it (53, 54), and that message as msg_scan reads it (55),
 	 * its payload NULL if over the largest, and its length (62) */
 	[ST_LEASE_AHEAD] = { "lease_ahead",
-	    "SELECT * FROM " LEASE_ROWS " "
-	    "LEFT JOIN LATERAL (SELECT id, created_at FROM txns "
-	    "WHERE hash = $2 AND id >= " PKEY "greatest(c.committed + 1, "
-	    "p.txns_start) AND id <= " PKEY "c.batch_end "
-	    "ORDER BY id LIMIT 1) t ON true "
-	    "LEFT JOIN LATERAL (SELECT id, created_at FROM messages "
-	    "WHERE id > t.id AND id <= " PKEY MAX_OFFSET_SQL " "
-	    "ORDER BY id LIMIT 1) n ON true "
-	    "LEFT JOIN LATERAL (SELECT id, created_at, txid, trace_id, "
-	    "CASE WHEN length(payload) <= $3 THEN payload END, " SCAN_XIDS
-	    ", length(payload)::bigint FROM messages WHERE id = t.id) m "
-	    "ON true" },
+	    LEASE_AHEAD("", "hash = $2 AND ", "$3") },
+	/* lease id, largest payload read along: as lease_ahead for the
+	 * span's first hash row, whose hash comes last (63) */
+	[ST_LEASE_FIRST] = { "lease_first",
+	    LEASE_AHEAD(", (SELECT hash FROM txns WHERE id = t.id)", "",
+		"$2") },
 	/* queue name, partition name, hash: the queue (columns from 0),
 	 * the partition (21), the newest row of the hash in its dedup
 	 * window (31, 32) and the newest hash row of the partition (33) */

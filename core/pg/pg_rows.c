@@ -769,6 +769,7 @@ pg_lease_ahead(struct store *s, const char *lease, const struct hash128 *h)
 {
 	struct args a = { 0 };
 	struct cursor_row c;
+	struct hash128 first;
 	const struct part_row *p = &s->ahead.p;
 	PGresult *r;
 	int64_t lo, hi;
@@ -776,14 +777,19 @@ pg_lease_ahead(struct store *s, const char *lease, const struct hash128 *h)
 
 	if (locked(s, ST_CUR_BY_LEASE) != ST_CUR_BY_LEASE)
 		return 0;
-	if (ahead_ok(s) && s->ahead.hc && s->ahead.tf.on &&
+	if (ahead_ok(s) && s->ahead.hc &&
 	    strcmp(s->ahead.c.lease_id, lease) == 0 &&
-	    memcmp(s->ahead.tf.h.b, h->b, sizeof(h->b)) == 0)
+	    (!h ||
+		(s->ahead.tf.on &&
+		    memcmp(s->ahead.tf.h.b, h->b, sizeof(h->b)) == 0)))
 		return 0;
 	a_text(&a, lease);
-	a_bytes(&a, h->b, 16);
-	a_int(&a, AHEAD_MSG_MAX);
-	if (!(r = exec(s, ST_LEASE_AHEAD, &a, &rc)))
+	if (h)
+		a_bytes(&a, h->b, 16);
+	/* the lease's directory: its first message, if small, read along
+	 * for the lookup of its name that comes next */
+	a_int(&a, h ? AHEAD_MSG_MAX : FIRST_MSG_MAX);
+	if (!(r = exec(s, h ? ST_LEASE_AHEAD : ST_LEASE_FIRST, &a, &rc)))
 		return rc;
 	if ((rc = lease_rows(s, r, &c)) != 0) {
 		PQclear(r);
@@ -791,7 +797,12 @@ pg_lease_ahead(struct store *s, const char *lease, const struct hash128 *h)
 	}
 	lo = c.committed + 1 > p->txns_start ? c.committed + 1 : p->txns_start;
 	hi = c.batch_end;
-	if (lo > hi || lo < 1 || hi > MAX_OFFSET) {
+	if (!h && PQnfields(r) > 63 && !PQgetisnull(r, 0, 63) &&
+	    PQgetlength(r, 0, 63) == (int)sizeof(first.b)) {
+		memcpy(first.b, PQgetvalue(r, 0, 63), sizeof(first.b));
+		h = &first;
+	}
+	if (!h || lo > hi || lo < 1 || hi > MAX_OFFSET) {
 		PQclear(r);
 		return 0;
 	}

@@ -33,7 +33,8 @@ enum stmt {
 	ST_CUR_BY_LEASE, ST_CUR_BY_LEASE_LK, ST_CUR_READY, ST_CUR_READY_LK,
 	ST_CUR_LIST_GROUP, ST_CUR_LIST_GROUP_LK, ST_CUR_LIST_PART,
 	ST_CUR_LIST_PART_LK, ST_CUR_WAKE, ST_CUR_DEL_GROUP, ST_CUR_MIN,
-	ST_CUR_LEASE_ROWS, ST_LEASE_AHEAD, ST_CUR_REPAIR, ST_PUSH_AHEAD,
+	ST_CUR_LEASE_ROWS, ST_LEASE_AHEAD, ST_LEASE_FIRST,
+	ST_CUR_REPAIR, ST_PUSH_AHEAD,
 	ST_PUSH_AHEAD_LK, ST_POP_AHEAD, ST_ACK_AHEAD, ST_FIND_AHEAD,
 	ST_MSG_APPEND, ST_MSG_APPEND_MANY, ST_TXN_APPEND, ST_MSG_SCAN, ST_MSG_SCAN_META,
 	ST_MSG_TIME, ST_MSG_NEXT, ST_MSG_COUNT, ST_MSG_PURGE,
@@ -82,6 +83,9 @@ _Static_assert(ST_PUSH_AHEAD_LK == LOCKED_TWIN(ST_PUSH_AHEAD), "twin");
 /* a lookup by name reads a message along only up to this size: a stat
  * of a large one reads no payload */
 #define FIND_MSG_MAX (64 << 10)
+/* the lookup of a lease's directory reads its first message along only
+ * up to this size (for the lookup of its name that follows) */
+#define FIRST_MSG_MAX (8 << 10)
 /* txn_find_many's rows past this many are freed once the next read goes */
 #define LW_KEEP 4096
 struct lowest {
