@@ -113,6 +113,15 @@ resolve_target(struct queen *q, const struct queen_ack_item *it,
 			return rc;
 		if ((rc = part_load(q, qr, it->partition, false, p)) != 0)
 			return rc;
+	} else if (it->lease_id && it->lease_id[0]) {
+		/* the lease names its partition and its group */
+		if ((rc = lease_target(q, it->lease_id, it->txid, qr, p, g)) !=
+		    0)
+			return rc;
+		if (strcmp(g->name, it->group ? it->group : QUEEN_QUEUE_MODE) !=
+		    0)
+			return queen_err(q, -ESTALE, QUEEN_E_LEASE);
+		return 0;
 	} else {
 		return queen_err(q, -EINVAL, "partitionId is required");
 	}
@@ -330,7 +339,7 @@ ack_items(struct queen *q, const struct queen_ack_item *items, size_t n,
 		    items[i].lease_id : NULL;
 
 		rc = resolve_target(q, &items[i], &qr, &p, &g);
-		if (rc == -ENOENT || rc == -EINVAL) {
+		if (rc == -ENOENT || rc == -EINVAL || rc == -ESTALE) {
 			if (fence)
 				goto out;
 			set_err(&res[i], rc, rc == -ENOENT ?

@@ -517,6 +517,10 @@ int push_items(struct queen *q, const struct queen_push_item *items,
 int push_again(struct queen *q, const struct queen_push_item *it,
     struct queen_push_result *res);
 
+/* pop.c */
+int lease_target(struct queen *q, const char *lease_id, const char *txid,
+    struct queue_row *qr, struct part_row *p, struct group_row *g);
+
 /* ack.c */
 int dead_letter(struct queen *q, const struct queue_row *qr,
     const struct part_row *p, const struct group_row *g, int64_t offset,

@@ -340,6 +340,35 @@ queen_lease_get_for(struct queen *q, const char *lease_id, const char *txid,
 	return lease_find(q, lease_id, &c, out);
 }
 
+/*
+ * The partition, queue and group of a live lease, for an ack of the
+ * message of txid (NULL: none) under it: the store may read them, the
+ * cursor (locked, in a call that writes) and that message in one go.
+ */
+int
+lease_target(struct queen *q, const char *lease_id, const char *txid,
+    struct queue_row *qr, struct part_row *p, struct group_row *g)
+{
+	struct cursor_row c;
+	struct hash128 h;
+	int rc;
+
+	if (txid && txid[0])
+		hash_txid(txid, &h);
+	if (txid && txid[0] && (rc = lease_hint(q, lease_id, &h)) != 0)
+		return rc;
+	if (!lease_id || !lease_id[0])
+		return queen_err(q, -EINVAL, "empty lease id");
+	rc = q->ops->cursor_by_lease(q->st, lease_id, &c);
+	if (rc == -ENOENT || (rc == 0 && !lease_live(&c, queen_now(q))))
+		return queen_err(q, -ESTALE, QUEEN_E_LEASE);
+	if (rc != 0 ||
+	    (rc = q->ops->part_by_id(q->st, c.partition_id, p)) != 0 ||
+	    (rc = q->ops->queue_by_id(q->st, p->queue_id, qr)) != 0)
+		return rc;
+	return q->ops->group_by_id(q->st, c.group_id, g);
+}
+
 int
 queen_lease_get(struct queen *q, const char *lease_id,
     struct queen_lease_info *out)

@@ -465,7 +465,9 @@ struct queen_ack_item {
 	const char *partition;
 	const char *group;           /* NULL: queue mode */
 	const char *status;          /* design.md#statuses; NULL ok */
-	const char *lease_id;        /* NULL: no lease check */
+	const char *lease_id;        /* NULL: no lease check; with no
+					partition: the lease's own (and
+					group must be the lease's) */
 	const char *error;           /* kept in the DLQ */
 };
 

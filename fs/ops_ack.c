@@ -55,9 +55,14 @@ ack_run(struct job *j, struct queen *q)
 	it.status = aj->status;
 	it.group = aj->group;
 	it.txid = name_to_txid(aj->name, tx, sizeof(tx)) == 0 ? tx : aj->name;
-	if (aj->lease) {
-		if ((rc = queen_lease_get_for(q, aj->lease,
-			 aj->whole ? NULL : it.txid, &li)) < 0) {
+	if (aj->lease && !aj->whole) {
+		/* the ack finds the lease's partition itself, its cursor
+		 * read (locked) with the lease and the message */
+		it.lease_id = aj->lease;
+		error = note_take(aj->lease, name);
+		it.error = error;
+	} else if (aj->lease) {
+		if ((rc = queen_lease_get(q, aj->lease, &li)) < 0) {
 			j->rc = rc == -ENOENT ? -ESTALE : rc;
 			reason = rc == -ESTALE || rc == -ENOENT ? QUEEN_E_LEASE :
 			    queen_errmsg(q);
@@ -65,19 +70,18 @@ ack_run(struct job *j, struct queen *q)
 		}
 		it.partition_uuid = li.partition_uuid;
 		it.lease_id = aj->lease;
-		if (aj->whole) {
-			if ((rc = queen_lease_read(q, aj->lease, false, &b)) < 0 ||
-			    !b || b->n == 0) {
-				j->rc = rc < 0 ? rc : 0;
-				reason = QUEEN_E_LEASE;
-				goto out;
-			}
-			/* completed: the span's end; failed/retry: its start */
-			it.txid = b->msgs[strcmp(aj->status, "completed") == 0 ?
-			    b->n - 1 : 0].txid;
-			name = txid_to_name(it.txid, nm, sizeof(nm)) == 0 ?
-			    nm : it.txid;
+		if ((rc = queen_lease_read(q, aj->lease, false, &b)) < 0 ||
+		    !b || b->n == 0) {
+			j->rc = rc < 0 ? rc : 0;
+			reason = QUEEN_E_LEASE;
+			goto out;
 		}
+		/* completed: the span's end; failed/retry: its start */
+		it.txid =
+		    b->msgs[strcmp(aj->status, "completed") == 0 ? b->n - 1 : 0]
+			.txid;
+		name = txid_to_name(it.txid, nm, sizeof(nm)) == 0 ? nm :
+								    it.txid;
 		error = note_take(aj->lease, name);
 		it.error = error;
 	} else {

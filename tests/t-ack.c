@@ -958,6 +958,77 @@ test_multi_partition_call(void)
 	fix_close(&f);
 }
 
+/*
+ * An ack naming only its lease (an ack by rename): the lease's own
+ * partition and group; a group other than the lease's, a lease that
+ * expired or was released, an id never issued are each refused with
+ * -ESTALE and move nothing.
+ */
+static void
+ack_lease(struct queen *q, const char *group, const char *txid,
+    const char *status, const char *lease, struct queen_ack_result *r)
+{
+	struct queen_ack_item it;
+
+	memset(&it, 0, sizeof(it));
+	it.group = group;
+	it.txid = txid;
+	it.status = status;
+	it.lease_id = lease;
+	memset(r, 0, sizeof(*r));
+	if (queen_ack(q, &it, 1, r) != 0)
+		r->err = -EIO;
+}
+
+static void
+test_ack_by_lease_alone(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "ack-bylease");
+	struct queen_batch *b = NULL;
+	struct queen_ack_result r;
+	char old[QUEEN_ID_LEN + 1];
+
+	pushn(q, Q, "p2", "m", 3);
+	if (pop1(q, Q, "p2", G, 2, &b) != 0) {
+		ok(0, "by lease: pop");
+		fix_close(&f);
+		return;
+	}
+	snprintf(old, sizeof(old), "%s", b->lease_id);
+	ack_lease(q, "other", "m1", "completed", old, &r);
+	is_int(r.err, -ESTALE, "by lease: another group's name: -ESTALE");
+	ack_lease(q, NULL, "m1", "completed", old, &r);
+	is_int(r.err, -ESTALE, "by lease: queue mode for a group's: -ESTALE");
+	ack_lease(q, G, "m1", "completed", "no-such-lease", &r);
+	is_int(r.err, -ESTALE, "by lease: an id never issued: -ESTALE");
+	is_str(r.error, QUEEN_E_LEASE, "by lease: 'invalid or expired lease'");
+	is_int(committed(q, Q, G, "p2"), 0, "by lease: nothing moved");
+
+	ack_lease(q, G, "m1", "completed", old, &r);
+	ok(r.success && !r.lease_released, "by lease: m1 acked, lease held");
+	is_int(committed(q, Q, G, "p2"), 1, "by lease: p2's cursor at 1");
+	ack_lease(q, G, "m2", "completed", old, &r);
+	ok(r.success && r.lease_released, "by lease: m2 releases it");
+	is_int(committed(q, Q, G, "p2"), 2, "by lease: at 2");
+	ack_lease(q, G, "m2", "completed", old, &r);
+	is_int(r.err, -ESTALE, "by lease: released: -ESTALE");
+	queen_batch_free(b);
+	b = NULL;
+
+	if (pop1(q, Q, "p2", G, 1, &b) == 0) {
+		snprintf(old, sizeof(old), "%s", b->lease_id);
+		f.now += 301 * SEC;
+		ack_lease(q, G, "m3", "completed", old, &r);
+		is_int(r.err, -ESTALE, "by lease: expired: -ESTALE");
+		is_int(committed(q, Q, G, "p2"), 2, "by lease: still at 2");
+	} else {
+		ok(0, "by lease: pop m3");
+	}
+	queen_batch_free(b);
+	fix_close(&f);
+}
+
 int
 main(void)
 {
@@ -984,5 +1055,6 @@ main(void)
 	test_unresolvable_after_purge();
 	test_ack_dedup_off();
 	test_multi_partition_call();
+	test_ack_by_lease_alone();
 	return done_testing();
 }

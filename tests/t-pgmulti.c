@@ -1701,11 +1701,18 @@ test_read_along(void)
 	is_int((int)t, 1, "along: both in one round trip");
 	queen_batch_free(one);
 	one = NULL;
+	/* an ack by its lease alone (as by rename): the lease read with
+	 * its cursor locked, its message and the one after; the commit */
+	usleep(2000);
+	t = queen_round_trips(b);
 	ok(bb &&
-		ack1(b, "al", "p1", NULL, "a2", "completed", bb->lease_id,
+		ack1(b, NULL, NULL, NULL, "a2", "completed", bb->lease_id,
 		    &r) == 0 &&
-		r.success,
-	    "along: acked");
+		r.success && r.lease_released,
+	    "along: acked by its lease alone");
+	t = queen_round_trips(b) - t;
+	is_int((int)t, 2, "along: in two round trips");
+	is_int(committed(a, "al", NULL, "p1"), 3, "along: p1 committed to 3");
 	queen_batch_free(bb);
 
 	/* a lease of three: each name its own message */

@@ -146,9 +146,12 @@ struct stmt_def {
 
 /* clang-format off */
 /* a lease's cursor (through the leases table: cursors.lease_id has no
- * index since schema version 3), its partition, queue and group */
-#define LEASE_ROWS \
-	"(" CUR_BY_LEASE ") c, " \
+ * index since schema version 3), its partition, queue and group; the
+ * cursor's row locked in LEASE_ROWS_LK */
+#define LEASE_ROWS LEASE_ROWS_OF(CUR_BY_LEASE)
+#define LEASE_ROWS_LK LEASE_ROWS_OF(CUR_BY_LEASE LOCK " OF c")
+#define LEASE_ROWS_OF(cur) \
+	"(" cur ") c, " \
 	"LATERAL (SELECT " PART_COLS " FROM partitions " \
 	"WHERE id = c.partition_id) p, " \
 	"LATERAL (SELECT " QUEUE_COLS " FROM queues WHERE id = p.queue_id) q, " \
@@ -160,8 +163,8 @@ struct stmt_def {
  * cond (51, 52), the message after that row (53, 54), and the row's
  * message as msg_scan reads it (55), its payload NULL if longer than
  * parameter max, and its length (62); then the columns in more */
-#define LEASE_AHEAD(more, cond, max) \
-	"SELECT *" more " FROM " LEASE_ROWS " " \
+#define LEASE_AHEAD(more, rows, cond, max) \
+	"SELECT *" more " FROM " rows " " \
 	"LEFT JOIN LATERAL (SELECT id, created_at FROM txns " \
 	"WHERE " cond "id >= " PKEY "greatest(c.committed + 1, " \
 	"p.txns_start) AND id <= " PKEY "c.batch_end " \
@@ -340,12 +343,15 @@ static const struct stmt_def sql[ST__N] = {
 	 * after it (53, 54), and that message as msg_scan reads it (55),
 	 * its payload NULL if over the largest, and its length (62) */
 	[ST_LEASE_AHEAD] = { "lease_ahead",
-	    LEASE_AHEAD("", "hash = $2 AND ", "$3") },
+	    LEASE_AHEAD("", LEASE_ROWS, "hash = $2 AND ", "$3") },
+	/* the same, the cursor's row locked: an ack's */
+	[ST_LEASE_AHEAD_LK] = { "lease_ahead_lk",
+	    LEASE_AHEAD("", LEASE_ROWS_LK, "hash = $2 AND ", "$3") },
 	/* lease id, largest payload read along: as lease_ahead for the
 	 * span's first hash row, whose hash comes last (63) */
 	[ST_LEASE_FIRST] = { "lease_first",
-	    LEASE_AHEAD(", (SELECT hash FROM txns WHERE id = t.id)", "",
-		"$2") },
+	    LEASE_AHEAD(", (SELECT hash FROM txns WHERE id = t.id)", LEASE_ROWS,
+		"", "$2") },
 	/* queue name, partition name, hash: the queue (columns from 0),
 	 * the partition (21), the newest row of the hash in its dedup
 	 * window (31, 32) and the newest hash row of the partition (33) */

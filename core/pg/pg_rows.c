@@ -28,7 +28,7 @@ ahead_mark(struct store *s)
 	s->ahead.valid = true;
 	s->ahead.read_ns = s->in_tx ? 0 : pg_mono_ns();
 	s->ahead.hq = s->ahead.hp = s->ahead.hg = s->ahead.hc = false;
-	s->ahead.plock = s->ahead.hdup = false;
+	s->ahead.plock = s->ahead.clock = s->ahead.hdup = false;
 	s->ahead.tf.on = s->ahead.ms.on = s->ahead.mn.on = false;
 	s->ahead.lw.on = false;
 	if (s->ahead.lw.cap > LW_KEEP) {
@@ -648,6 +648,12 @@ pg_cursor_get(struct store *s, int64_t pid, int64_t gid,
 {
 	struct args a = { 0 };
 
+	/* an ack's, read locked along with its lease (pg_lease_ahead) */
+	if (ahead_ok(s) && s->ahead.hc && s->ahead.clock &&
+	    s->ahead.c.partition_id == pid && s->ahead.c.group_id == gid) {
+		*out = s->ahead.c;
+		return 0;
+	}
 	a_int(&a, pid);
 	a_int(&a, gid);
 	return get_cursor(s, locked(s, ST_CUR_GET), &a, out);
@@ -743,13 +749,15 @@ pg_cursor_by_lease(struct store *s, const char *lease, struct cursor_row *out)
 	int rc;
 
 	a_text(&a, lease);
-	if (id != ST_CUR_BY_LEASE)
-		return get_cursor(s, id, &a, out);
+	/* locked: as an ack's lease_ahead read it */
 	if (ahead_ok(s) && s->ahead.hc &&
+	    (id == ST_CUR_BY_LEASE || s->ahead.clock) &&
 	    strcmp(s->ahead.c.lease_id, lease) == 0) {
 		*out = s->ahead.c;
 		return 0;
 	}
+	if (id != ST_CUR_BY_LEASE)
+		return get_cursor(s, id, &a, out);
 	if (!(r = exec(s, ST_CUR_LEASE_ROWS, &a, &rc)))
 		return rc;
 	rc = lease_rows(s, r, out);
@@ -761,8 +769,9 @@ pg_cursor_by_lease(struct store *s, const char *lease, struct cursor_row *out)
  * Ahead of the read of one message of a lease (its lookup by name, then
  * the open and read of it): the rows above, and the message's hash row
  * and the message as txn_find and msg_scan would read them next (see
- * lease_msg_in), in one statement.  Inside a call that writes, the lease
- * is read locked: left to the reads themselves.
+ * lease_msg_in), in one statement.  Inside a call that writes (an
+ * ack's), the lease's cursor row is locked by it.  h NULL: the span's
+ * first message, outside a call that writes only.
  */
 int
 pg_lease_ahead(struct store *s, const char *lease, const struct hash128 *h)
@@ -771,13 +780,17 @@ pg_lease_ahead(struct store *s, const char *lease, const struct hash128 *h)
 	struct cursor_row c;
 	struct hash128 first;
 	const struct part_row *p = &s->ahead.p;
+	enum stmt id = locked(s, ST_LEASE_AHEAD);
 	PGresult *r;
 	int64_t lo, hi;
 	int rc;
 
-	if (locked(s, ST_CUR_BY_LEASE) != ST_CUR_BY_LEASE)
+	/* in a call that writes, the cursor's row is locked along: an
+	 * ack's lookup of its lease (the first message only outside) */
+	if (!h && id != ST_LEASE_AHEAD)
 		return 0;
 	if (ahead_ok(s) && s->ahead.hc &&
+	    (id == ST_LEASE_AHEAD || s->ahead.clock) &&
 	    strcmp(s->ahead.c.lease_id, lease) == 0 &&
 	    (!h ||
 		(s->ahead.tf.on &&
@@ -789,12 +802,13 @@ pg_lease_ahead(struct store *s, const char *lease, const struct hash128 *h)
 	/* the lease's directory: its first message, if small, read along
 	 * for the lookup of its name that comes next */
 	a_int(&a, h ? AHEAD_MSG_MAX : FIRST_MSG_MAX);
-	if (!(r = exec(s, h ? ST_LEASE_AHEAD : ST_LEASE_FIRST, &a, &rc)))
+	if (!(r = exec(s, h ? id : ST_LEASE_FIRST, &a, &rc)))
 		return rc;
 	if ((rc = lease_rows(s, r, &c)) != 0) {
 		PQclear(r);
 		return rc == -ENOENT ? 0 : rc;
 	}
+	s->ahead.clock = id != ST_LEASE_AHEAD;
 	lo = c.committed + 1 > p->txns_start ? c.committed + 1 : p->txns_start;
 	hi = c.batch_end;
 	if (!h && PQnfields(r) > 63 && !PQgetisnull(r, 0, 63) &&

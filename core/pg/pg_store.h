@@ -33,7 +33,7 @@ enum stmt {
 	ST_CUR_BY_LEASE, ST_CUR_BY_LEASE_LK, ST_CUR_READY, ST_CUR_READY_LK,
 	ST_CUR_LIST_GROUP, ST_CUR_LIST_GROUP_LK, ST_CUR_LIST_PART,
 	ST_CUR_LIST_PART_LK, ST_CUR_WAKE, ST_CUR_DEL_GROUP, ST_CUR_MIN,
-	ST_CUR_LEASE_ROWS, ST_LEASE_AHEAD, ST_LEASE_FIRST,
+	ST_CUR_LEASE_ROWS, ST_LEASE_AHEAD, ST_LEASE_AHEAD_LK, ST_LEASE_FIRST,
 	ST_CUR_REPAIR, ST_PUSH_AHEAD,
 	ST_PUSH_AHEAD_LK, ST_POP_AHEAD, ST_ACK_AHEAD, ST_FIND_AHEAD,
 	ST_MSG_APPEND, ST_MSG_APPEND_MANY, ST_TXN_APPEND, ST_MSG_SCAN, ST_MSG_SCAN_META,
@@ -63,6 +63,7 @@ _Static_assert(ST_CUR_READY_LK == LOCKED_TWIN(ST_CUR_READY), "twin");
 _Static_assert(ST_PART_GET_LK == LOCKED_TWIN(ST_PART_GET), "twin");
 _Static_assert(ST_PART_LIST_LK == LOCKED_TWIN(ST_PART_LIST), "twin");
 _Static_assert(ST_PUSH_AHEAD_LK == LOCKED_TWIN(ST_PUSH_AHEAD), "twin");
+_Static_assert(ST_LEASE_AHEAD_LK == LOCKED_TWIN(ST_LEASE_AHEAD), "twin");
 /*
  * Rows read ahead (s->ahead) answer the lookups that follow until a
  * statement that can change a row goes out; outside a transaction only
@@ -173,6 +174,7 @@ struct store {
 		int64_t read_ns; /* CLOCK_MONOTONIC, outside a transaction */
 		bool hq, hp, hg, hc; /* which of the rows it holds */
 		bool plock;          /* p was read FOR UPDATE */
+		bool clock;          /* c was */
 		struct part_row p;
 		struct queue_row q;
 		struct group_row g;
