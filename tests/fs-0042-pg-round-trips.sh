@@ -61,7 +61,7 @@ test_expect_success 'a push through a file: at most 5 round trips' '
 	test $((t1 - t0)) -le 100
 '
 
-test_expect_success 'a cycle (push, next, read the leased file, ack): at most 14' '
+test_expect_success 'a cycle (push, next, read the leased file, ack): at most 13' '
 	mkdir "$MNT/queues/cy" &&
 	t0=$(rt_mark) &&
 	for i in $(seq 1 10); do
@@ -72,7 +72,7 @@ test_expect_success 'a cycle (push, next, read the leased file, ack): at most 14
 	done &&
 	t1=$(rt_now) &&
 	echo "10 cycles: $((t1 - t0)) round trips" &&
-	test $((t1 - t0)) -le $((10 * 14)) &&
+	test $((t1 - t0)) -le $((10 * 13)) &&
 	test_is 0 "$(stat_of "$MNT/queues/cy/stats" depth)" depth
 '
 
