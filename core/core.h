@@ -264,8 +264,10 @@ struct store_ops {
 	int (*push_ahead)(struct store *st, const char *queue, const char *part,
 	    const struct hash128 *h);
 	/* optional, the same for a call about to read a queue's row and
-	 * then its group's (a pop) */
-	int (*pop_ahead)(struct store *st, const char *queue, const char *g);
+	 * then its group's (a pop); ready: and then, if the group exists,
+	 * cursor_ready(its id, now - the queue's delay, -1, 0, now) */
+	int (*pop_ahead)(struct store *st, const char *queue, const char *g,
+	    int64_t now, bool ready);
 	/* optional, the same for an ack about to read the partition of a
 	 * uuid, its queue's row and its group's */
 	int (*ack_ahead)(struct store *st, const char *part_uuid,

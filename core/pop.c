@@ -153,8 +153,10 @@ queen_pop(struct queen *q, const struct queen_pop_req *req,
 	group_name = req->group ? req->group : QUEEN_QUEUE_MODE;
 	if ((rc = tx_begin(q)) != 0)
 		return rc;
+	x.now = queen_now(q);
 	if (q->ops->pop_ahead && queen_name_valid(req->queue) &&
-	    (rc = q->ops->pop_ahead(q->st, req->queue, group_name)) != 0)
+	    (rc = q->ops->pop_ahead(q->st, req->queue, group_name, x.now,
+		 !req->partition)) != 0)
 		goto out;
 	if ((rc = queue_load(q, req->queue, &qr)) != 0)
 		goto out;
@@ -163,7 +165,6 @@ queen_pop(struct queen *q, const struct queen_pop_req *req,
 	x.q = q;
 	x.qr = &qr;
 	x.g = &g;
-	x.now = queen_now(q);
 	x.visible = x.now - qr.conf.delay * 1000;
 	x.batch = req->batch > 0 ? req->batch : group_eff(&qr, &g, 0);
 	if (x.batch > QUEEN_BATCH_MAX)

@@ -4,9 +4,9 @@
 # with its flush (its lookup reads the queue, partition and dedup window in
 # one statement, so does the push under the partition's lock, and its
 # writes, the wake-up of caught-up cursors and its announcement travel
-# with the COMMIT); a cycle about 12 with its two flushes (a pop reads its
-# queue and group in one statement and the ready cursor with its
-# partition and message; the lookup of the lease's directory reads the
+# with the COMMIT); a cycle about 11 with its two flushes (a pop reads its
+# queue and group, the ready cursor, its partition and message in one
+# statement; the lookup of the lease's directory reads the
 # lease's rows, its first hash row and message in one statement, which
 # answers the lookup and read of the message's name; the ack reads them
 # again, its cursor locked, in one statement); an ack by name of one message of a lease of three commits

@@ -44,9 +44,10 @@
 	"c.batch_end, c.lease_id, c.lease_expires_at, c.retry_count, " \
 	"c.next_at, " PART_P_COLS ", c.xmin = (SELECT o.xmin FROM cursors o " \
 	"WHERE o.partition_id = c.partition_id AND o.group_id = c.group_id)"
-#define READY_WHERE \
-	"WHERE c.group_id = $1 AND c.next_at >= 0 AND c.next_at <= $2 " \
-	"AND (c.next_at, c.partition_id) > ($3, $4)"
+#define READY_WHERE READY_WHERE_OF("$1", "$2", "$3", "$4")
+#define READY_WHERE_OF(gid, upto, at, pid) \
+	"WHERE c.group_id = " gid " AND c.next_at >= 0 AND c.next_at <= " \
+	upto " AND (c.next_at, c.partition_id) > (" at ", " pid ")"
 #define CUR_READY \
 	READY_COLS " FROM cursors c JOIN partitions p " \
 	"ON p.id = c.partition_id " READY_WHERE \
@@ -59,7 +60,8 @@
  * message after it, as msg_scan reads it (19; its payload NULL if over
  * AHEAD_MSG_MAX, its length at 26), which the pop reads next.
  */
-#define CUR_READY_ONE \
+#define CUR_READY_ONE CUR_READY_ONE_OF("$1", "$2", "$3", "$4", "$5")
+#define CUR_READY_ONE_OF(gid, upto, at, pid, now) \
 	READY_COLS ", m.* FROM cursors c JOIN partitions p " \
 	"ON p.id = c.partition_id " \
 	"LEFT JOIN LATERAL (SELECT id, created_at, txid, trace_id, " \
@@ -67,9 +69,9 @@
 	" THEN payload END, " SCAN_XIDS ", length(payload)::bigint " \
 	"FROM messages WHERE id >= (p.id << 40) + c.committed + 1 AND " \
 	"id <= (p.id << 40) + 1099511627775 ORDER BY id LIMIT 1) m ON true " \
-	READY_WHERE " AND (c.lease_id IS NULL OR c.lease_id = '' OR " \
-	"c.lease_expires_at <= $5) ORDER BY c.next_at, c.partition_id " \
-	"LIMIT 1 FOR UPDATE OF c SKIP LOCKED"
+	READY_WHERE_OF(gid, upto, at, pid) " AND (c.lease_id IS NULL OR " \
+	"c.lease_id = '' OR c.lease_expires_at <= " now ") " \
+	"ORDER BY c.next_at, c.partition_id LIMIT 1 FOR UPDATE OF c SKIP LOCKED"
 /* clang-format on */
 /* the keys of partition p's first message and first hash row */
 #define SHIFT_P "(p.id << " QUEEN_STR(OFFSET_BITS) ")"
@@ -365,6 +367,16 @@ static const struct stmt_def sql[ST__N] = {
 	    "SELECT " QUEUE_Q_COLS ", " GROUP_G_COLS " FROM queues q "
 	    "LEFT JOIN groups g ON g.queue_id = q.id AND g.name = $2 "
 	    "WHERE q.name = $1" },
+	/* queue name, group name, now: inside a call that writes, the
+	 * group's first ready cursor as cur_ready_lk gives it for the
+	 * messages visible at now (columns from 0, all NULL if none), then
+	 * the queue (27) and the group (48) */
+	[ST_POP_READY] = { "pop_ready",
+	    "SELECT r.*, " QUEUE_Q_COLS ", " GROUP_G_COLS " FROM queues q "
+	    "LEFT JOIN groups g ON g.queue_id = q.id AND g.name = $2 "
+	    "LEFT JOIN LATERAL (" CUR_READY_ONE_OF("g.id",
+		"$3::bigint - q.delay * 1000", "-1", "0",
+		"$3::bigint") ") r ON true WHERE q.name = $1" },
 	/* partition uuid, group name: the partition (columns from 0), its
 	 * queue (10) and the group (31), if any */
 	[ST_ACK_AHEAD] = { "ack_ahead",
@@ -831,6 +843,7 @@ pg_close(struct store *s)
 	free(s->conninfo);
 	free(s->pf.set);
 	pg_keep_msg(s, NULL, false, 0, 0, 0, 0, false);
+	pg_ready_drop(s);
 	free(s->ahead.lw.v);
 	for (int k = 0; k < AB_COLS; k++)
 		free(s->ab.b[k]);
@@ -1087,6 +1100,7 @@ tx_reset(struct store *s, bool in_tx)
 	s->poisoned = false;
 	pg_prefetch_end(s);
 	pg_append_drop(s);
+	pg_ready_drop(s);
 	s->batch = false;
 	s->sp = 0;
 	s->adopted = 0;

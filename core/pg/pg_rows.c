@@ -22,9 +22,19 @@ pg_mono_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* A pop's ready row read ahead, given up. */
+void
+pg_ready_drop(struct store *s)
+{
+	PQclear(s->ahead.rd.r);
+	s->ahead.rd.r = NULL;
+	s->ahead.rd.on = false;
+}
+
 void
 ahead_mark(struct store *s)
 {
+	pg_ready_drop(s);
 	s->ahead.valid = true;
 	s->ahead.read_ns = s->in_tx ? 0 : pg_mono_ns();
 	s->ahead.hq = s->ahead.hp = s->ahead.hg = s->ahead.hc = false;
@@ -835,27 +845,50 @@ pg_lease_ahead(struct store *s, const char *lease, const struct hash128 *h)
 	return 0;
 }
 
-/* Ahead of a pop: its queue and group, in one statement. */
+/*
+ * Ahead of a pop: its queue and group, in one statement; inside a call
+ * that writes, with ready, the group's first ready cursor too (locked,
+ * as cur_ready_lk would lock it), kept for the pop's cursor_ready.
+ */
 int
-pg_pop_ahead(struct store *s, const char *queue, const char *group)
+pg_pop_ahead(struct store *s, const char *queue, const char *group, int64_t now,
+    bool ready)
 {
 	struct args a = { 0 };
 	PGresult *r;
-	int rc;
+	int k = 0, rc;
 
+	ready = ready && locked(s, ST_CUR_READY) != ST_CUR_READY;
 	a_text(&a, queue);
 	a_text(&a, group);
-	if (!(r = exec(s, ST_POP_AHEAD, &a, &rc)))
+	if (ready)
+		a_int(&a, now);
+	if (!(r = exec(s, ready ? ST_POP_READY : ST_POP_AHEAD, &a, &rc)))
 		return rc;
-	if (PQntuples(r) == 1) {
-		read_queue(r, 0, 0, &s->ahead.q);
-		ahead_mark(s);
-		s->ahead.hq = true;
-		s->ahead.hg = !PQgetisnull(r, 0, 21);
-		if (s->ahead.hg)
-			read_group(r, 0, 21, &s->ahead.g);
+	if (PQntuples(r) != 1) {
+		PQclear(r);
+		return 0;
 	}
-	PQclear(r);
+	if (ready)
+		k = 27;
+	read_queue(r, 0, k, &s->ahead.q);
+	ahead_mark(s);
+	s->ahead.hq = true;
+	s->ahead.hg = !PQgetisnull(r, 0, k + 21);
+	if (s->ahead.hg)
+		read_group(r, 0, k + 21, &s->ahead.g);
+	if (!ready || !s->ahead.hg) {
+		PQclear(r);
+		return 0;
+	}
+	s->ahead.rd.on = true;
+	s->ahead.rd.gid = s->ahead.g.id;
+	s->ahead.rd.upto = now - s->ahead.q.conf.delay * 1000;
+	s->ahead.rd.now = now;
+	if (PQgetisnull(r, 0, 0))
+		PQclear(r); /* nothing ready */
+	else
+		s->ahead.rd.r = r;
 	return 0;
 }
 
@@ -1070,12 +1103,25 @@ pg_cursor_ready(struct store *s, int64_t gid, int64_t upto, int64_t after_at,
 	for (n = 0; rc == 0 && n < CURSOR_READY_PAGE; n++) {
 		struct args a = { 0 };
 
+		r = NULL;
+		/* the first row, read with the pop's queue and group */
+		if (n == 0 && ahead_ok(s) && s->ahead.rd.on &&
+		    s->ahead.rd.gid == gid && s->ahead.rd.upto == upto &&
+		    s->ahead.rd.now == now && after_at == -1 &&
+		    after_pid == 0) {
+			r = s->ahead.rd.r;
+			s->ahead.rd.r = NULL;
+			s->ahead.rd.on = false;
+			if (!r)
+				break;
+		}
+		pg_ready_drop(s);
 		a_int(&a, gid);
 		a_int(&a, upto);
 		a_int(&a, after_at);
 		a_int(&a, after_pid);
 		a_int(&a, now);
-		if (!(r = exec(s, ST_CUR_READY_LK, &a, &rc)))
+		if (!r && !(r = exec(s, ST_CUR_READY_LK, &a, &rc)))
 			return rc;
 		if (PQntuples(r) == 0) {
 			PQclear(r);

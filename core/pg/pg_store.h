@@ -35,7 +35,7 @@ enum stmt {
 	ST_CUR_LIST_PART_LK, ST_CUR_WAKE, ST_CUR_DEL_GROUP, ST_CUR_MIN,
 	ST_CUR_LEASE_ROWS, ST_LEASE_AHEAD, ST_LEASE_AHEAD_LK, ST_LEASE_FIRST,
 	ST_CUR_REPAIR, ST_PUSH_AHEAD,
-	ST_PUSH_AHEAD_LK, ST_POP_AHEAD, ST_ACK_AHEAD, ST_FIND_AHEAD,
+	ST_PUSH_AHEAD_LK, ST_POP_AHEAD, ST_POP_READY, ST_ACK_AHEAD, ST_FIND_AHEAD,
 	ST_MSG_APPEND, ST_MSG_APPEND_MANY, ST_TXN_APPEND, ST_MSG_SCAN, ST_MSG_SCAN_META,
 	ST_MSG_TIME, ST_MSG_NEXT, ST_MSG_COUNT, ST_MSG_PURGE,
 	ST_MSG_DELETE_PART,
@@ -205,6 +205,14 @@ struct store {
 			struct lowest *v;
 			size_t n, cap;
 		} lw;
+		/* a pop's first ready cursor, read with its queue and
+		 * group (pop_ahead): cursor_ready(gid, upto, -1, 0, now)'s
+		 * first row, or none (r NULL) */
+		struct {
+			bool on;
+			int64_t gid, upto, now;
+			PGresult *r;
+		} rd;
 		/* the last msg_scan of one message (its result kept) */
 		struct {
 			bool on, payload;
@@ -292,7 +300,9 @@ int pg_part_list(struct store *s, int64_t qid, const char *from, part_row_cb cb,
 int pg_cursor_repair(struct store *s, int64_t now, int64_t *woken);
 int pg_push_ahead(struct store *s, const char *queue, const char *part,
     const struct hash128 *h);
-int pg_pop_ahead(struct store *s, const char *queue, const char *group);
+int pg_pop_ahead(struct store *s, const char *queue, const char *group,
+    int64_t now, bool ready);
+void pg_ready_drop(struct store *s);
 int pg_ack_ahead(struct store *s, const char *uuid, const char *group);
 void ahead_mark(struct store *s);
 void ahead_keep(struct store *s);
