@@ -947,6 +947,8 @@ exec(struct store *s, enum stmt id, const struct args *a, int *rc)
 	const char *again[4];
 	PGresult *r;
 	int i, n = 0;
+	/* a read outside a transaction, nothing sent before it */
+	bool alone = !s->in_tx && s->npend == 0;
 
 	if (!s->in_tx && s->broken && (*rc = reconnect(s)) != 0)
 		return NULL;
@@ -962,10 +964,12 @@ exec(struct store *s, enum stmt id, const struct args *a, int *rc)
 		}
 	}
 	r = pipe_wait(s, id, NULL, a, rc);
-	if (r || !s->broken || n <= 0)
+	if (r || !s->broken || (n <= 0 && !alone))
 		return r;
 	/* a connection lost while idle (a server restart, a terminated
-	 * backend): nothing is lost by connecting again once */
+	 * backend, a failover while nothing was asked of this one, such
+	 * as the readers' connection): nothing is lost by connecting
+	 * again once */
 	if ((*rc = reconnect(s)) != 0)
 		return NULL;
 	for (i = 0; i < n; i++)
@@ -1471,7 +1475,7 @@ pg_events(struct store *s, queen_event_cb cb, void *arg)
 static uint64_t
 pg_round_trips(struct store *s)
 {
-	return s->round_trips + atomic_load(&s->sync_trips);
+	return atomic_load(&s->round_trips) + atomic_load(&s->sync_trips);
 }
 
 /*

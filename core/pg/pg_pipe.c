@@ -105,7 +105,7 @@ drain(struct store *s, bool want, int *rc)
 		*rc = lost(s);
 		return NULL;
 	}
-	s->round_trips++;
+	atomic_fetch_add(&s->round_trips, 1);
 	s->npend = 0;
 	for (i = 0; i < n; i++) {
 		const struct pend *e = &s->pend[i];

@@ -146,8 +146,8 @@ struct store {
 	int64_t adopted;
 	int64_t *seen;
 	size_t nseen, capseen;
-	uint64_t round_trips; /* waits for the server since open */
-	uint64_t announced;   /* NOTIFYs that cur_wake sent */
+	_Atomic uint64_t round_trips; /* waits for the server since open */
+	uint64_t announced;           /* NOTIFYs that cur_wake sent */
 	/* the newest xid of a message read in this transaction (0: none),
 	 * and the xid below which a flush vouched for every commit: see
 	 * pg_read_durable */
