@@ -28,6 +28,20 @@
  * submitter still runs its own job.
  * Each announcement wakes the waiters and poll handles of its queue like
  * a push through this mount.
+ *
+ * In a batch, the publishes go first, ordered by the row they lock
+ * (lock_order), and a run of them into one partition is one call of the
+ * store (job.run_many): on a server, a few round trips for all of them.
+ *
+ * On a shared store a second connection answers the jobs that only read
+ * (job.reader: lookups, the reads of a message at open, the close's size
+ * check), in the same way: whoever submits one while no reader runs
+ * takes the readers' queue and runs it, one job after another.  They
+ * neither wait behind the writer's batch nor add to its round trips.
+ * What they see is committed: a write is answered only after its commit.
+ * A push's close() returns before its publish commits: a lookup of its
+ * name meanwhile (under either name of the default partition) goes to
+ * the writer's queue, behind the publish (lookup_pending).
  */
 #include <errno.h>
 #include <poll.h>
@@ -78,6 +92,15 @@ static struct {
 	bool watch_logged;
 	struct engine_counters c;
 } E = { .mu = PTHREAD_MUTEX_INITIALIZER, .kickfd = -1, .evfd = -1 };
+
+/* the readers' connection and its queue (NULL q: every job is E's) */
+static struct {
+	pthread_mutex_t mu;
+	pthread_cond_t idle;
+	struct job *head, **tail;
+	bool busy;
+	struct queen *q;
+} R = { .mu = PTHREAD_MUTEX_INITIALIZER, .idle = PTHREAD_COND_INITIALIZER };
 
 /*
  * A queue whose announcements this mount receives: while a reader waits
@@ -181,9 +204,46 @@ post(struct job *j)
  * or more: an event loop's thread (HTTP) does not, since the other
  * connections it serves would wait too; it hands j to the engine thread.
  */
+static void finish(struct job *j);
+
+/* Run j on the readers' connection now, or queue it for their runner. */
+static void
+reader_submit(struct job *j)
+{
+	struct job *list, *nx;
+
+	j->next = NULL;
+	pthread_mutex_lock(&R.mu);
+	*R.tail = j;
+	R.tail = &j->next;
+	if (R.busy) {
+		pthread_mutex_unlock(&R.mu);
+		return;
+	}
+	R.busy = true;
+	while ((list = R.head) != NULL) {
+		R.head = NULL;
+		R.tail = &R.head;
+		pthread_mutex_unlock(&R.mu);
+		for (; list; list = nx) {
+			nx = list->next;
+			list->run(list, R.q);
+			finish(list);
+		}
+		pthread_mutex_lock(&R.mu);
+	}
+	R.busy = false;
+	pthread_cond_broadcast(&R.idle);
+	pthread_mutex_unlock(&R.mu);
+}
+
 void
 engine_submit(struct job *j)
 {
+	if (j->reader && !j->evloop && R.q) {
+		reader_submit(j);
+		return;
+	}
 	if (j->evloop && E.events) {
 		post(j);
 		return;
@@ -192,6 +252,12 @@ engine_submit(struct job *j)
 	pthread_mutex_lock(&E.mu);
 	*E.tail = j;
 	E.tail = &j->next;
+	/*
+	 * A RELEASE's publish is in line now: a later request that could
+	 * see it runs behind it here (a lookup of its name is sent here
+	 * too, lookup_pending), so none need wait for its batch (order.c).
+	 */
+	order_release_done();
 	if (!E.busy && !E.stop) {
 		E.busy = true;
 		drain_locked();
@@ -557,6 +623,60 @@ syncer_main(void *arg)
 	return NULL;
 }
 
+struct ranked {
+	struct job *j;
+	size_t at;
+};
+
+static int
+by_lock(const void *a, const void *b)
+{
+	const struct ranked *x = a, *y = b;
+	int c = x->j->lock_cmp(x->j, y->j);
+
+	return c ? c : x->at < y->at ? -1 : 1;
+}
+
+/*
+ * The jobs that lock rows held until the commit (publishes: their
+ * partition's) go first, in one order every daemon keeps, so that two
+ * daemons' batches never wait for each other in a ring (a deadlock,
+ * which PostgreSQL breaks by failing one).  Among jobs of one row the
+ * order they came in stays.  Every job of a batch was submitted before
+ * any was answered, so any order of them is one they could have had.
+ */
+static struct job *
+lock_order(struct job *list)
+{
+	struct ranked *r;
+	struct job *j, *rest = NULL, **rt = &rest, *out = NULL, **ot = &out;
+	size_t n = 0, k = 0;
+
+	for (j = list; j; j = j->next)
+		n += j->lock_cmp != NULL;
+	if (n < 2 || !(r = malloc(n * sizeof(*r))))
+		return list;
+	for (j = list; j; j = j->next) {
+		if (j->lock_cmp) {
+			r[k].j = j;
+			r[k].at = k;
+			k++;
+		} else {
+			*rt = j;
+			rt = &j->next;
+		}
+	}
+	*rt = NULL;
+	qsort(r, n, sizeof(*r), by_lock);
+	for (k = 0; k < n; k++) {
+		*ot = r[k].j;
+		ot = &r[k].j->next;
+	}
+	*ot = rest;
+	free(r);
+	return out;
+}
+
 static void
 run_batch(struct job *list)
 {
@@ -568,6 +688,7 @@ run_batch(struct job *list)
 	uint64_t n = 0, ticket = 0;
 	struct job *j, *nx, *later = NULL, **lt = &later;
 
+	list = lock_order(list);
 	/* a batch of leases and reads alone need not wait for the disk,
 	 * and one of reads alone needs no transaction of its own */
 	for (j = list; j; j = j->next) {
@@ -581,15 +702,27 @@ run_batch(struct job *list)
 	else
 		brc = queen_batch_begin(q, QUEEN_BATCH_LAZY);
 
-	for (j = list; j; j = j->next) {
-		n++;
-		j->wait = false;
+	for (j = list; j; j = nx) {
+		size_t k = 1;
+
+		/* a run of jobs that go to the store as one call */
+		nx = j->next;
+		if (j->run_many && !failed && brc >= 0)
+			for (; nx && nx->run_many == j->run_many; nx = nx->next)
+				k++;
+		n += k;
+		for (struct job *r = j; r != nx; r = r->next)
+			r->wait = false;
 		if (j->write && (failed || brc < 0)) {
 			j->rc = -EIO;
 			continue;
 		}
-		j->run(j, q);
-		j->need = queen_pop_ticket(q);
+		if (k > 1)
+			j->run_many(j, k, q);
+		else
+			j->run(j, q);
+		for (struct job *r = j; r != nx; r = r->next)
+			r->need = queen_pop_ticket(q);
 	}
 	if (brc < 0 && !failed)
 		fs_log("cannot start a batch of %llu requests: %s",
@@ -911,12 +1044,14 @@ engine_main(void *arg)
 }
 
 int
-engine_start(struct queen *q)
+engine_start(struct queen *q, struct queen *rq)
 {
 	pthread_condattr_t ca;
 	int rc = queen_event_fd(q);
 
 	E.q = q;
+	R.q = rq;
+	R.tail = &R.head;
 	E.tail = &E.head;
 	E.unsynced_tail = &E.unsynced;
 	E.last_tick = fs_now();
@@ -968,6 +1103,13 @@ engine_stop(void)
 	E.kickfd = -1;
 	queen_close(E.q);
 	E.q = NULL;
+	/* the requests are over: a reader still running is answering */
+	pthread_mutex_lock(&R.mu);
+	while (R.busy)
+		pthread_cond_wait(&R.idle, &R.mu);
+	pthread_mutex_unlock(&R.mu);
+	queen_close(R.q);
+	R.q = NULL;
 }
 
 void
@@ -1007,6 +1149,13 @@ void
 engine_counters(struct engine_counters *out)
 {
 	*out = E.c;
+}
+
+/* the part of the round trips the readers' connection made */
+uint64_t
+engine_reader_round_trips(void)
+{
+	return R.q ? queen_round_trips(R.q) : 0;
 }
 
 void

@@ -105,6 +105,7 @@ struct pending {
 	bool written;       /* write(2) since the last push: flush pushes */
 	bool excl;          /* created with O_EXCL */
 	bool pushed;
+	unsigned publishing; /* its pushes submitted and not yet answered */
 	int64_t mtime;      /* last write or push, ms */
 	int64_t due_at;     /* timers: when to fire (0: the queue's delay) */
 	int64_t ttl_ms;     /* kv: from user.queen.ttl before the put */
@@ -184,6 +185,12 @@ struct job {
 	struct job *next;
 	/* by the token holder, inside a batch; sets rc */
 	void (*run)(struct job *j, struct queen *q);
+	/* or, for n of them in a row with the same run_many, all at once:
+	 * j and the n - 1 after it */
+	void (*run_many)(struct job *j, size_t n, struct queen *q);
+	/* for a job that locks a row until the commit: the order of two
+	 * such jobs' rows (engine.c runs them first, in that order) */
+	int (*lock_cmp)(const struct job *a, const struct job *b);
 	/* after the commit; answers req unless it is NULL */
 	void (*reply)(struct job *j);
 	fuse_req_t req;
@@ -192,6 +199,8 @@ struct job {
 	bool lazy;          /* a write that need not survive a crash (lease) */
 	bool evloop;        /* submitted by an event loop (HTTP): see
 			     * engine_submit */
+	bool reader;        /* reads the store and the node tree only: may
+			     * run on the readers' connection (engine.c) */
 	/* set by run: park as a waiter until deadline (ms) or a push */
 	bool wait;
 	int64_t deadline, due;
@@ -253,7 +262,7 @@ int open_store(const char *path, enum queen_sync sync, struct queen **q);
 int spool_open(const char *db, const char *mnt, enum queen_sync sync);
 
 /* engine.c */
-int engine_start(struct queen *q);
+int engine_start(struct queen *q, struct queen *rq);
 void engine_stop(void);
 void engine_submit(struct job *j);
 void engine_poll_watch(struct handle *h, const char *queue,
@@ -265,6 +274,7 @@ struct engine_counters {
 	uint64_t retries; /* waiters tried again (woken or due) */
 };
 void engine_counters(struct engine_counters *out);
+uint64_t engine_reader_round_trips(void);
 void engine_count_push(bool dup);
 void engine_count_ack(void);
 void engine_count_pop(void);

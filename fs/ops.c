@@ -379,12 +379,17 @@ lookup_reply(struct job *j)
 	free(lj->name);
 }
 
-/* A file being written shadows the store under its name. */
+/*
+ * A file being written shadows the store under its name.  *behind: its
+ * publish (or the publish under the default partition's other name, the
+ * queue's directory) is under way, so only the writer's connection,
+ * behind it, answers for the name: the readers' may not see it yet.
+ */
 static bool
-lookup_pending(fuse_req_t req, struct node *p, const char *name)
+lookup_pending(fuse_req_t req, struct node *p, const char *name, bool *behind)
 {
 	enum pend_what w;
-	struct pending *pe;
+	struct pending *pe, *alias = NULL;
 	struct node *n;
 	bool untouched;
 
@@ -404,13 +409,20 @@ lookup_pending(fuse_req_t req, struct node *p, const char *name)
 	}
 	pe = pend_find(w, p->queue, w == PW_PUSH ? p->part : NULL, name,
 	    fs_now());
+	if (w == PW_PUSH &&
+	    (!p->part || strcmp(p->part, QUEEN_DEFAULT_PARTITION) == 0))
+		alias = pend_find(w, p->queue,
+		    p->part ? NULL : QUEEN_DEFAULT_PARTITION, name, fs_now());
+	pthread_mutex_lock(&fs_lock);  /* a flush may be changing them */
+	*behind = (pe && pe->publishing) || (alias && alias->publishing);
+	untouched = pe && !pe->dirty && !pe->pushed && name[0] != '.';
+	pthread_mutex_unlock(&fs_lock);
+	pend_put(alias);
 	if (!pe)
 		return false;
-	pthread_mutex_lock(&fs_lock);  /* a flush may be changing them */
-	untouched = !pe->dirty && !pe->pushed && name[0] != '.';
-	pthread_mutex_unlock(&fs_lock);
 	if (untouched) {
-		/* opened for write but unchanged (touch): the store answers */
+		/* opened for write but unchanged (touch), or its publish
+		 * under way: the store answers (behind it) */
 		pend_put(pe);
 		return false;
 	}
@@ -436,6 +448,7 @@ op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct node *p = node_get(parent), *n;
 	struct lookup_job *lj;
+	bool behind = false;
 	enum kind k;
 
 	atomic_fetch_add(&fs_lookups, 1);
@@ -461,7 +474,7 @@ op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		reply_entry(req, n);
 		return;
 	}
-	if (lookup_pending(req, p, name))
+	if (lookup_pending(req, p, name, &behind))
 		return;
 	if (!name_is_msg(name) || !node_is_dir(p->kind)) {
 		fuse_reply_err(req, ENOENT);
@@ -475,6 +488,7 @@ op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	name_to_txid(name, lj->txid, sizeof(lj->txid));
 	lj->parent = p;
+	lj->j.reader = !behind;
 	engine_submit(&lj->j);
 }
 

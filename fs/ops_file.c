@@ -248,6 +248,22 @@ op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	oj->h = h;
 	oj->fi = *fi;
 	cred_of(req, &oj->c);
+	/* what reads only the store and needs no publish under way (the
+	 * sys/ files read the engine's own state, which is its thread's;
+	 * a queue's stats count the pushes whose close() returned) */
+	switch (n->kind) {
+	case K_CONFIG:
+	case K_MSG:
+	case K_PENDING:
+	case K_LEASE_MSG:
+	case K_DLQ_MSG:
+	case K_KV_KEY:
+	case K_TIMER:
+		oj->j.reader = true;
+		break;
+	default:
+		break;
+	}
 	engine_submit(&oj->j);
 }
 

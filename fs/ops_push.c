@@ -79,6 +79,108 @@ push_run(struct job *j, struct queen *q)
 	    &j->notify, &pj->dup);
 }
 
+/* publishes lock their partition's row: by queue, then partition */
+static int
+push_lock_cmp(const struct job *a, const struct job *b)
+{
+	const struct pending *x = ((const struct push_job *)a)->pe;
+	const struct pending *y = ((const struct push_job *)b)->pe;
+	int c = strcmp(x->queue, y->queue);
+
+	if (c)
+		return c;
+	return strcmp(x->part ? x->part : QUEEN_DEFAULT_PARTITION,
+	    y->part ? y->part : QUEEN_DEFAULT_PARTITION);
+}
+
+/* the most publishes one call carries */
+#define PUSH_MANY_MAX 256
+#define TXID_CAP (QUEEN_TXID_MAX + 1)
+
+static bool
+same_target(const struct push_job *a, const struct push_job *b)
+{
+	const struct pending *x = a->pe, *y = b->pe;
+
+	return y->what == PW_PUSH && a->excl == b->excl &&
+	    strcmp(x->queue, y->queue) == 0 &&
+	    (x->part == y->part ||
+		(x->part && y->part && strcmp(x->part, y->part) == 0));
+}
+
+/*
+ * k publishes into one partition as one call: one lock of the partition
+ * and one dedup lookup for all of them (on a server, a few round trips
+ * in all instead of one each).  Nonzero: the call failed and kept
+ * nothing, and nothing was logged.
+ */
+static int
+publish_many(struct queen *q, struct job *first, size_t k)
+{
+	struct queen_push_item *it = calloc(k, sizeof(*it));
+	struct queen_push_result *res = calloc(k, sizeof(*res));
+	char *tx = calloc(k, TXID_CAP);
+	struct push_job *pj;
+	struct job *j = first;
+	int rc = -ENOMEM;
+
+	if (it && res && tx) {
+		for (size_t i = 0; i < k; i++, j = j->next) {
+			pj = (struct push_job *)j;
+			it[i].queue = pj->pe->queue;
+			it[i].partition = pj->pe->part;
+			it[i].txid = pj->txid;
+			if (name_to_txid(pj->txid, tx + i * TXID_CAP,
+				TXID_CAP) == 0)
+				it[i].txid = tx + i * TXID_CAP;
+			it[i].payload = pj->buf;
+			it[i].len = pj->len;
+		}
+		pj = (struct push_job *)first;
+		rc = queen_push(q, it, k, pj->excl, res);
+	}
+	/* the waiters of the queue are woken once for all of them (without
+	 * the memory for it, when their time comes) */
+	if (rc == 0)
+		first->notify = strdup(pj->pe->queue);
+	j = first;
+	for (size_t i = 0; rc == 0 && i < k; i++, j = j->next) {
+		pj = (struct push_job *)j;
+		pj->dup = res[i].status == QUEEN_PUSH_DUPLICATE;
+		engine_count_push(pj->dup);
+		j->rc = 0;
+	}
+	free(it);
+	free(res);
+	free(tx);
+	return rc;
+}
+
+/*
+ * The publishes of a batch, in a row: those into one partition go as
+ * one call.  If that call fails, each of its publishes is tried alone,
+ * so that one refused (a duplicate at O_EXCL, a size over a lowered
+ * limit) fails only itself, with its own reason in the log.
+ */
+static void
+push_run_many(struct job *first, size_t n, struct queen *q)
+{
+	struct job *j = first, *e;
+	size_t k;
+
+	while (n > 0) {
+		for (k = 1, e = j->next; k < n && k < PUSH_MANY_MAX &&
+		     same_target((struct push_job *)j, (struct push_job *)e);
+		     k++)
+			e = e->next;
+		if (k == 1 || publish_many(q, j, k) != 0)
+			for (struct job *r = j; r != e; r = r->next)
+				push_run(r, q);
+		j = e;
+		n -= k;
+	}
+}
+
 /* After the commit: the file is published, or dirty again. */
 static void
 push_done(struct push_job *pj)
@@ -100,6 +202,7 @@ push_done(struct push_job *pj)
 		pe->pushed = true;
 		pe->mtime = fs_now();
 	}
+	pe->publishing--;
 	pthread_mutex_unlock(&fs_lock);
 	/* A duplicate's bytes are not what the store holds: stop showing them. */
 	if (pj->j.rc == 0 && pj->dup && !pj->parent)
@@ -142,6 +245,10 @@ push_job_new(fuse_req_t req, struct pending *pe, const char *txid)
 	if (!pj)
 		return NULL;
 	pj->j.write = true;
+	if (pe->what == PW_PUSH) {
+		pj->j.run_many = push_run_many;
+		pj->j.lock_cmp = push_lock_cmp;
+	}
 	pj->pe = pe;
 	pj->txid = strdup(txid);
 	pj->buf = pend_snapshot(pe, &pj->len, &pj->gen);
@@ -154,6 +261,7 @@ push_job_new(fuse_req_t req, struct pending *pe, const char *txid)
 	}
 	pthread_mutex_lock(&fs_lock);
 	pe->refs++;
+	pe->publishing++;
 	pe->dirty = pe->written = false;
 	pj->excl = pe->excl;
 	pthread_mutex_unlock(&fs_lock);
@@ -268,6 +376,7 @@ check_limits(struct pending *pe, size_t len)
 	cj->pe = pe;
 	cj->len = len;
 	cj->wb = &wb;
+	cj->j.reader = true;
 	engine_submit(&cj->j);
 	pthread_mutex_lock(&wb.mu);
 	while (!wb.done)
@@ -376,6 +485,9 @@ push_rename(fuse_req_t req, struct node *dir, struct pending *pe,
 		if (pj) {
 			pend_unsnap(pj->pe, pj->buf, pj->len, pj->gen);
 			free(pj->txid);
+			pthread_mutex_lock(&fs_lock);
+			pj->pe->publishing--;
+			pthread_mutex_unlock(&fs_lock);
 			pend_put(pj->pe);
 			free(pj);
 		}
@@ -479,7 +591,7 @@ release(fuse_req_t req, struct fuse_file_info *fi)
 	engine_submit(&rj->j);
 }
 
-/* A RELEASE's publish is submitted before any later request runs (order.c). */
+/* A RELEASE's publish is in line before any later request runs (order.c). */
 void
 op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {

@@ -160,6 +160,8 @@ op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 	}
 	xj->n = n;
 	xj->size = size;
+	/* a file being published is the writer's to answer for */
+	xj->j.reader = n->kind != K_PENDING;
 	engine_submit(&xj->j);
 }
 

@@ -8,8 +8,10 @@
  * before the RELEASE handler submitted its publish.  Every request is read
  * here, through libfuse's custom I/O hook, under one lock that numbers the
  * RELEASEs; any other request waits, before libfuse dispatches it, until
- * every RELEASE read before it has run its handler.  Handlers never block,
- * so the wait is a handler's length.
+ * every RELEASE read before it has put its publish in the engine's queue
+ * (engine_submit marks it then, before it runs any batch itself), or
+ * returned without one.  So the wait is a short handler's length, never a
+ * round trip to the store.
  */
 #include <errno.h>
 #include <linux/fuse.h>

@@ -234,7 +234,7 @@ text_sys_stats(struct queen *q, const struct cred *who, char **out,
 	    "row_cache_misses = %llu\nnodes = %zu\nlookups = %llu\n"
 	    "dlq_rows_read = %llu\npg_round_trips = %llu\nnotifies = %llu\n"
 	    "notified = %llu\nlistening = %llu\nlistens = %llu\n"
-	    "waiter_retries = %llu\n",
+	    "waiter_retries = %llu\npg_reader_round_trips = %llu\n",
 	    (unsigned long long)c.pushes, (unsigned long long)c.acks,
 	    (unsigned long long)c.pops, (unsigned long long)c.commits,
 	    (unsigned long long)c.commit_failures,
@@ -247,10 +247,12 @@ text_sys_stats(struct queen *q, const struct cred *who, char **out,
 	    (unsigned long long)hs.row_misses, nodes,
 	    (unsigned long long)atomic_load(&fs_lookups),
 	    (unsigned long long)queen_dlq_rows_read(q),
-	    (unsigned long long)queen_round_trips(q),
+	    (unsigned long long)(queen_round_trips(q) +
+		engine_reader_round_trips()),
 	    (unsigned long long)ev.sent, (unsigned long long)ev.received,
 	    (unsigned long long)ev.watching, (unsigned long long)ev.watches,
-	    (unsigned long long)c.retries);
+	    (unsigned long long)c.retries,
+	    (unsigned long long)engine_reader_round_trips());
 	stage_counts(&staged, &stage_syncs);
 	fprintf(f, "staged = %llu\nstage_syncs = %llu\n",
 	    (unsigned long long)staged, (unsigned long long)stage_syncs);
@@ -442,7 +444,10 @@ text_metrics(struct queen *q, const struct cred *who, char **out,
 	    atomic_load(&fs_lookups));
 	counter(f, "queenfs_pg_round_trips_total", "counter",
 	    "Times the daemon waited for its PostgreSQL server (0 on SQLite).",
-	    queen_round_trips(q));
+	    queen_round_trips(q) + engine_reader_round_trips());
+	counter(f, "queenfs_pg_reader_round_trips_total", "counter",
+	    "The part of them made on the connection for lookups and reads.",
+	    engine_reader_round_trips());
 	return close_text(f, out, len, rc < 0 ? rc : 0);
 }
 

@@ -199,4 +199,53 @@ api(\"push\", {\"items\": [{\"queue\": \"st\", \"transactionId\": \"s%02d\" % i,
 	test $((t1 - t0)) -ge 20 && test $((t1 - t0)) -le $((20 * 2))
 '
 
+# Which part of the round trips is the writer's: the lookups and reads
+# go on a connection of their own.
+writer_rt () {
+	wr_s_=$(cat "$MNT/sys/stats") &&
+	echo $(($(echo "$wr_s_" | sed -n "s/^pg_round_trips = //p") - \
+		$(echo "$wr_s_" | sed -n "s/^pg_reader_round_trips = //p")))
+}
+
+test_expect_success 'lookups and reads go on the readers connection' '
+	r0=$(stat_of "$MNT/sys/stats" pg_reader_round_trips) &&
+	for i in $(seq 1 10); do echo "r$i" >"$MNT/queues/rt/r$i" || return 1; done &&
+	for i in $(seq 1 10); do
+		stat -c %s "$MNT/queues/rt/partitions/default/r$i" >/dev/null ||
+			return 1
+	done &&
+	r1=$(stat_of "$MNT/sys/stats" pg_reader_round_trips) &&
+	echo "10 pushes and 10 stats: $((r1 - r0)) on the readers connection" &&
+	test $((r1 - r0)) -ge 20
+'
+
+# The partition row held by another session (psql) for 3 s: the first
+# publish waits for it, and those behind it queue up meanwhile, since a
+# push's close() waits only for the readers' connection and the spool.
+cat >hold.sql <<EOF
+BEGIN;
+SET search_path = t0042_$$;
+SELECT 1 FROM partitions p JOIN queues q ON q.id = p.queue_id
+    WHERE q.name = 'gc' FOR UPDATE OF p;
+\! touch held
+SELECT pg_sleep(3);
+COMMIT;
+EOF
+
+test_expect_success 'publishes queued behind a busy writer go as one call' '
+	mkdir "$MNT/queues/gc" && echo w >"$MNT/queues/gc/w0" &&
+	{ psql -X -q -v ON_ERROR_STOP=1 -f hold.sql "$QUEEN_TEST_PG" \
+		>hold.out 2>&1 & } && hp=$! && track_pid $hp &&
+	wait_until 10 "test -f held" &&
+	c0=$(stat_of "$MNT/sys/stats" commits) && w0=$(writer_rt) &&
+	for i in $(seq 1 20); do echo "g$i" >"$MNT/queues/gc/g$i" || return 1; done &&
+	wait "$hp" &&
+	wait_until 10 "test \"\$(stat_of \"$MNT/sys/stats\" staged)\" = 0" &&
+	c1=$(stat_of "$MNT/sys/stats" commits) && w1=$(writer_rt) &&
+	echo "20 publishes: $((c1 - c0)) commits, $((w1 - w0)) writer round trips with the reads of sys/stats" &&
+	test $((c1 - c0)) -le 3 &&
+	test_is 21 "$(stat_of "$MNT/queues/gc/stats" messages)" messages &&
+	test_is g20 "$(cat "$MNT/queues/gc/partitions/default/g20")" payload
+'
+
 test_done
