@@ -371,6 +371,8 @@ struct store_ops {
 	    uint64_t *in_writer);
 	/* optional: how many times the store waited for its server */
 	uint64_t (*round_trips)(struct store *st);
+	/* optional: drop the rows read ahead (queen_forget_reads) */
+	void (*forget_reads)(struct store *st);
 	/* other handles read what this one commits before a sync makes it
 	 * durable (PostgreSQL): so a batch that is answered without a sync
 	 * commits durably, and a lease taken in a deferred batch waits for

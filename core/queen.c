@@ -373,6 +373,13 @@ queen_round_trips(struct queen *q)
 	return q->ops->round_trips ? q->ops->round_trips(q->st) : 0;
 }
 
+void
+queen_forget_reads(struct queen *q)
+{
+	if (q->ops->forget_reads)
+		q->ops->forget_reads(q->st);
+}
+
 uint64_t
 queen_sync_ticket(struct queen *q)
 {

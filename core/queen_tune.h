@@ -70,5 +70,12 @@ void queen_hash_stats(struct queen *q, struct queen_hash_stats *out);
  * 0 on SQLite, which has no server.
  */
 uint64_t queen_round_trips(struct queen *q);
+/*
+ * queen_forget_reads - drop what the store read ahead for the calls to
+ * come (PostgreSQL: rows it answers from for up to a millisecond), so
+ * that the next call sees what another handle of this process has
+ * committed since.  Nothing on SQLite.
+ */
+void queen_forget_reads(struct queen *q);
 
 #endif

@@ -100,7 +100,12 @@ static struct {
 	struct job *head, **tail;
 	bool busy;
 	struct queen *q;
+	uint64_t seen; /* the writer's commits its reads follow */
 } R = { .mu = PTHREAD_MUTEX_INITIALIZER, .idle = PTHREAD_COND_INITIALIZER };
+
+/* the writer's commits of writes so far: the readers' rows read ahead
+ * before the last one are not answered from again */
+static _Atomic uint64_t writer_commits;
 
 /*
  * A queue whose announcements this mount receives: while a reader waits
@@ -226,7 +231,13 @@ reader_submit(struct job *j)
 		R.tail = &R.head;
 		pthread_mutex_unlock(&R.mu);
 		for (; list; list = nx) {
+			uint64_t c = atomic_load(&writer_commits);
+
 			nx = list->next;
+			if (c != R.seen) {
+				queen_forget_reads(R.q);
+				R.seen = c;
+			}
 			list->run(list, R.q);
 			finish(list);
 		}
@@ -738,6 +749,7 @@ run_batch(struct job *list)
 				j->rc = crc == -ENOSPC ? -ENOSPC : -EIO;
 	} else if (brc == 0) {
 		ticket = queen_sync_ticket(q);
+		atomic_fetch_add(&writer_commits, 1);
 	}
 	if (!failed && queen_failed(q, why, sizeof(why)))
 		fs_log("%s", why);      /* once: from now on writes fail */
@@ -790,6 +802,8 @@ maintain(void)
 		queen_batch_rollback(q);
 		return;
 	}
+	if (rows > 0)
+		atomic_fetch_add(&writer_commits, 1);
 	/* nobody waits for this one: a crash before the sync loses a
 	 * timer's push and its removal together, and it fires later (a
 	 * pop of what it pushed waits for the sync, as for any push) */

@@ -8,7 +8,7 @@
 # Another process keeps the writer's queue full throughout, so that each
 # publish waits behind other batches: a read by name, a stat and a
 # listing at once after the push must still find it, and the queue's
-# stats count it.
+# stats count it; and an ack is seen at once by the reads after it.
 . "$(dirname "$0")/lib.sh"
 mount_queenfs
 
@@ -66,6 +66,31 @@ test_expect_success 'a listing and the stats at once after the push' '
 		test_is $((d0 + i)) "$(stat_of "$Q/stats" depth)" "depth $i" ||
 			return 1
 	done
+'
+
+# The readers' connection answers for a millisecond from rows it read
+# ahead: an ack committed by the writer meanwhile must not be hidden.
+test_expect_success 'a message acked by rename is gone from its lease at once' '
+	mkdir "$MNT/queues/s" &&
+	python3 - "$MNT/queues/s" <<-\EOF
+	import errno, os, sys
+	q = sys.argv[1]
+	for i in range(200):
+	    with open("%s/m%d" % (q, i), "w") as f:
+	        f.write("x")
+	    with open(q + "/next") as f:
+	        p = q + "/" + f.read().strip()
+	    with open(p) as f:
+	        f.read()
+	    os.rename(p, q + "/ack/" + os.path.basename(p))
+	    try:
+	        os.stat(p)
+	    except OSError as e:
+	        if e.errno in (errno.ENOENT, errno.ESTALE):
+	            continue
+	        raise
+	    sys.exit("%s: still there after its ack (round %d)" % (p, i))
+	EOF
 '
 
 test_expect_success 'the producer ran all along' '

@@ -1481,6 +1481,14 @@ pg_events(struct store *s, queen_event_cb cb, void *arg)
 	return rc;
 }
 
+/* what another handle committed must not be answered from older rows */
+static void
+pg_forget_reads(struct store *s)
+{
+	s->ahead.valid = false;
+	pg_ready_drop(s);
+}
+
 static uint64_t
 pg_round_trips(struct store *s)
 {
@@ -1671,6 +1679,7 @@ static const struct store_ops pg_ops = {
 	.event_fd = pg_event_fd,
 	.events = pg_events,
 	.round_trips = pg_round_trips,
+	.forget_reads = pg_forget_reads,
 	.set_durable = pg_set_durable,
 	.read_durable = pg_read_durable,
 	.sync = pg_sync,
