@@ -472,6 +472,13 @@ void lease_seen(const char *id, int64_t first);
 int64_t lease_first(const char *id);
 void lease_acked(const char *id, const char *txid);
 bool lease_known(const char *id, const char *txid);
+void lease_keep(struct queen_batch *b);
+void lease_unkeep(const char *id);
+bool lease_kept(const char *id, const char *queue, const char *group,
+    int64_t now);
+struct msginfo;
+int lease_kept_msg(const char *id, const char *txid, int64_t now,
+    bool want_payload, struct msginfo *mi);
 int push_write_check(struct pending *pe, size_t end);
 void push_refuse(struct pending *pe, int rc);
 int push_pending(struct queen *q, struct pending *p, const char *txid,

@@ -1,9 +1,11 @@
 /*
  * lease.c - the lease ids this mount handed out or released, and what
  * acks here took from them: what lets a lookup under leased/ tell a dead
- * lease (ESTALE at rename) from an unknown one.  Runs under fs_lock;
- * nothing here calls the engine.
+ * lease (ESTALE at rename) from an unknown one; and what a pop here
+ * handed out, so that reading it back costs the store nothing.  Runs
+ * under fs_lock; nothing here calls the engine.
  */
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -25,14 +27,31 @@
 #define LEASE_BUCKETS 8192
 #define LEASE_ACKED 8
 
+/*
+ * A pop's answer, kept for its lease: the lookups of leased/<id> and of
+ * its files, and the reads of them, come straight after the pop, and
+ * nothing can change what they see but this mount's own acks and renewals
+ * (which drop it: the store answers again from then on) or the clock.
+ * Served only while the lease has KEEP_MARGIN_MS left.  Another mount or
+ * the HTTP API acting on this mount's lease is not seen here until the
+ * lease ends: an ack through this mount then fails as it always would.
+ * At most KEEP_BYTES of payloads are kept; the oldest go first.
+ */
+#define KEEP_BYTES (8u << 20)
+#define KEEP_BATCH (1u << 20)
+#define KEEP_MARGIN_MS 1000
+
 static struct {
 	char id[QUEEN_ID_LEN + 1];
 	int64_t first;          /* its first offset as first seen; 0: unknown */
 	bool whole;
 	unsigned next;          /* the next slot + 1 in its chain; 0: none */
 	char *acked[LEASE_ACKED];
+	struct queen_batch *kept; /* the pop's answer, or NULL */
+	size_t kept_bytes;
 } leases[LEASE_RING];
 static unsigned lease_at;
+static size_t kept_total; /* payload bytes in every kept batch */
 static unsigned lease_chain[LEASE_BUCKETS];   /* slot + 1; 0: empty */
 
 static unsigned
@@ -67,6 +86,17 @@ lease_unchain(unsigned i)
 	leases[i].next = 0;
 }
 
+static void
+unkeep(unsigned i)
+{
+	if (!leases[i].kept)
+		return;
+	queen_batch_free(leases[i].kept);
+	kept_total -= leases[i].kept_bytes;
+	leases[i].kept = NULL;
+	leases[i].kept_bytes = 0;
+}
+
 void
 lease_seen(const char *id, int64_t first)
 {
@@ -85,6 +115,7 @@ lease_seen(const char *id, int64_t first)
 		}
 		if (leases[i].id[0])
 			lease_unchain(i);
+		unkeep(i);
 		strcpy(leases[i].id, id);
 		leases[i].first = first > 0 ? first : 0;
 		leases[i].whole = false;
@@ -96,13 +127,124 @@ lease_seen(const char *id, int64_t first)
 	pthread_mutex_unlock(&fs_lock);
 }
 
+/*
+ * Keep b, the answer of a pop here (lease_seen first), or free it.  Room
+ * is made by dropping the oldest kept batches.
+ */
+void
+lease_keep(struct queen_batch *b)
+{
+	size_t bytes = 0;
+	int at;
+
+	if (!b)
+		return;
+	for (size_t k = 0; k < b->n; k++)
+		bytes += b->msgs[k].len;
+	pthread_mutex_lock(&fs_lock);
+	if (b->lease_id[0] && bytes <= KEEP_BATCH &&
+	    (at = lease_slot(b->lease_id)) >= 0 && !leases[at].kept) {
+		for (unsigned k = 0;
+		     kept_total + bytes > KEEP_BYTES && k < LEASE_RING; k++)
+			unkeep((lease_at + k) % LEASE_RING);
+		leases[at].kept = b;
+		leases[at].kept_bytes = bytes;
+		kept_total += bytes;
+		b = NULL;
+	}
+	pthread_mutex_unlock(&fs_lock);
+	queen_batch_free(b);
+}
+
+/* What the store says about lease id from now on is the answer. */
+void
+lease_unkeep(const char *id)
+{
+	int i;
+
+	pthread_mutex_lock(&fs_lock);
+	if ((i = lease_slot(id)) >= 0)
+		unkeep((unsigned)i);
+	pthread_mutex_unlock(&fs_lock);
+}
+
+/* The kept batch of lease id, while it may answer (fs_lock held). */
+static const struct queen_batch *
+kept_live(const char *id, int64_t now)
+{
+	int i = lease_slot(id);
+	const struct queen_batch *b = i >= 0 ? leases[i].kept : NULL;
+
+	if (b && b->lease_expires_at - KEEP_MARGIN_MS <= now) {
+		unkeep((unsigned)i);
+		b = NULL;
+	}
+	return b;
+}
+
+/* Whether lease id of (queue, group) is one this mount holds, per its pop. */
+bool
+lease_kept(const char *id, const char *queue, const char *group, int64_t now)
+{
+	const struct queen_batch *b;
+	bool yes;
+
+	pthread_mutex_lock(&fs_lock);
+	b = kept_live(id, now);
+	yes = b && strcmp(b->queue, queue) == 0 &&
+	    strcmp(b->group, group ? group : QUEEN_QUEUE_MODE) == 0;
+	pthread_mutex_unlock(&fs_lock);
+	return yes;
+}
+
+/*
+ * Fill *mi for message txid of lease id from its pop's answer, as
+ * msg_info would from the store: 0, -ENOENT if it is not kept (ask the
+ * store), -ENOMEM.
+ */
+int
+lease_kept_msg(const char *id, const char *txid, int64_t now, bool want_payload,
+    struct msginfo *mi)
+{
+	const struct queen_batch *b;
+	int rc = -ENOENT;
+
+	pthread_mutex_lock(&fs_lock);
+	b = kept_live(id, now);
+	for (size_t k = 0; b && k < b->n; k++) {
+		const struct queen_msg *m = &b->msgs[k];
+
+		if (strcmp(m->txid, txid) != 0)
+			continue;
+		memset(mi, 0, sizeof(*mi));
+		mi->offset = m->offset;
+		mi->created_at = m->created_at;
+		mi->len = m->len;
+		strcpy(mi->partition, b->partition);
+		strcpy(mi->partition_uuid, b->partition_uuid);
+		mi->expires_at = b->lease_expires_at;
+		mi->retry_count = b->retry_count;
+		rc = 0;
+		if (want_payload &&
+		    !(mi->payload = malloc(m->len ? m->len : 1)))
+			rc = -ENOMEM;
+		else if (want_payload && m->len)
+			memcpy(mi->payload, m->payload, m->len);
+		break;
+	}
+	pthread_mutex_unlock(&fs_lock);
+	return rc;
+}
+
 void
 lease_acked(const char *id, const char *txid)
 {
 	int i;
 
 	pthread_mutex_lock(&fs_lock);
-	if ((i = lease_slot(id)) >= 0 && !txid) {
+	if ((i = lease_slot(id)) >= 0)
+		unkeep((unsigned)i);
+	if (i >= 0 && !txid) {
 		leases[i].whole = true;
 	} else if (i >= 0) {
 		int k = 0;

@@ -100,6 +100,11 @@ msg_info(struct queen *q, struct node *n, bool want_payload,
 	df = (struct dlq_find){ mi, n->part, txid, want_payload, -ENOENT };
 	switch (n->kind) {
 	case K_LEASE_MSG:
+		/* what a pop here handed out, while nothing here changed it */
+		rc = lease_kept_msg(n->lease, txid, queen_now(q), want_payload,
+		    mi);
+		if (rc != -ENOENT)
+			break;
 		/* Ask for the payload: the batch's length then holds for
 		 * sure.  One message, not the span (up to batch of them). */
 		rc = queen_lease_read_msg(q, n->lease, txid, true, &mi->b);

@@ -256,6 +256,10 @@ resolve(struct queen *q, struct lookup_job *lj, struct found *f)
 		 * not listed), so that an ack through it reaches rename(2)
 		 * and fails there with ESTALE instead of a lookup's ENOENT.
 		 */
+		if (lease_kept(name, p->queue, p->group, queen_now(q))) {
+			f->kind = K_LEASE;
+			return 0;
+		}
 		if ((rc = queen_lease_get(q, name, &li)) < 0 &&
 		    (rc != -ESTALE || !lease_known(name, NULL)))
 			return -ENOENT;

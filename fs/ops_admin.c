@@ -322,6 +322,7 @@ setattr_run(struct job *j, struct queen *q)
 		break;
 	case K_LEASE:
 	case K_LEASE_MSG:
+		lease_unkeep(n->lease);
 		j->rc = queen_lease_renew(q, n->lease, 0, NULL);
 		break;
 	case K_TIMER:

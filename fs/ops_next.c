@@ -107,7 +107,7 @@ pop_run(struct job *j, struct queen *q)
 	if (b->lease_id[0])
 		lease_seen(b->lease_id, b->n ? b->msgs[0].offset : 0);
 	j->rc = format_batch(b, n->group != NULL, &pj->text, &pj->len);
-	queen_batch_free(b);
+	lease_keep(b); /* what reading the lease back will ask for */
 }
 
 static void

@@ -104,6 +104,33 @@ test_expect_success 'a lease of three: each ack by name commits its own message'
 	test_is 0 "$(stat_of "$MNT/queues/l3/stats" leases)" leases
 '
 
+test_expect_success 'a lease popped here is read back with no round trip' '
+	mkdir "$MNT/queues/rb" &&
+	echo "batch = 3" >"$MNT/queues/rb/config" &&
+	for i in 1 2 3; do printf "back-%s" $i >"$MNT/queues/rb/b$i" || return 1; done &&
+	cat "$MNT/queues/rb/next" >lines &&
+	test_line_count = 3 lines &&
+	t0=$(rt_mark) &&
+	i=0 &&
+	while read -r l; do
+		i=$((i + 1)) &&
+		test_is "back-$i" "$(cat "$MNT/queues/rb/$l")" "$l" &&
+		test_is 6 "$(stat -c %s "$MNT/queues/rb/$l")" "size of $l" ||
+			return 1
+	done <lines &&
+	t1=$(rt_now) &&
+	echo "3 reads and 3 stats of a lease: $((t1 - t0)) round trips" &&
+	test_is 0 $((t1 - t0)) "round trips" &&
+	L=$(sed -n "1s|^leased/\([^/]*\)/.*|\1|p" lines) &&
+	mv "$MNT/queues/rb/leased/$L/b2" "$MNT/queues/rb/ack/" &&
+	ls "$MNT/queues/rb/leased/$L" >actual &&
+	echo b3 >expect &&
+	test_cmp expect actual &&
+	test_is "back-3" "$(cat "$MNT/queues/rb/leased/$L/b3")" b3 &&
+	mv "$MNT/queues/rb/leased/$L/b3" "$MNT/queues/rb/ack/" &&
+	test_is 0 "$(stat_of "$MNT/queues/rb/stats" leases)" leases
+'
+
 test_expect_success 'an ack of a name the lease does not hold: refused, the lease kept' '
 	for i in 1 2 3; do printf "k%s" $i >"$MNT/queues/l3/k$i" || return 1; done &&
 	cat "$MNT/queues/l3/next" >lines &&
