@@ -168,6 +168,20 @@ lease_unkeep(const char *id)
 	pthread_mutex_unlock(&fs_lock);
 }
 
+/*
+ * A request here that may end or move leases other than by naming one of
+ * this mount's (a queue or group removed, a seek, the API's acks, which
+ * need not name the lease): the store answers for every lease again.
+ */
+void
+lease_unkeep_all(void)
+{
+	pthread_mutex_lock(&fs_lock);
+	for (unsigned i = 0; kept_total > 0 && i < LEASE_RING; i++)
+		unkeep(i);
+	pthread_mutex_unlock(&fs_lock);
+}
+
 /* The kept batch of lease id, while it may answer (fs_lock held). */
 static const struct queen_batch *
 kept_live(const char *id, int64_t now)

@@ -196,6 +196,8 @@ remove_run(struct job *j, struct queen *q)
 	struct admin_job *aj = (struct admin_job *)j;
 	struct node *p = aj->parent;
 
+	if (p->kind == K_QUEUES || p->kind == K_GROUPS)
+		lease_unkeep_all();
 	switch (p->kind) {
 	case K_QUEUES:
 		j->rc = queen_queue_delete(q, aj->name);

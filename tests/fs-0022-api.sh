@@ -184,6 +184,20 @@ eq([], ls("queues/k/leased"), "leased/")
 EOF
 '
 
+test_expect_success 'a lease read through next and acked by api/ack: its file is gone' '
+	mkdir "$MNT/queues/nk" && printf nk1 >"$MNT/queues/nk/n1" &&
+	l=$(cat "$MNT/queues/nk/next") &&
+	test_is nk1 "$(cat "$MNT/queues/nk/$l")" "the leased file" &&
+	L=${l#leased/} && L=${L%%/*} &&
+	P=$(getfattr --only-values -n user.queen.partition_id "$MNT/queues/nk/$l") &&
+	printf "{\"transactionId\": \"n1\", \"partitionId\": \"%s\", \"leaseId\": \"%s\"}" \
+	    "$P" "$L" >"$MNT/api/ack" &&
+	test_is 0 "$(stat_of "$MNT/queues/nk/stats" leases)" leases &&
+	test_is 0 "$(stat_of "$MNT/queues/nk/stats" depth)" depth &&
+	test_must_fail cat "$MNT/queues/nk/$l" 2>err &&
+	cat err
+'
+
 test_expect_success 'the clamp in one api/ack: m1 completed, m2 failed, m3 m4 completed' '
 	python3 <<\EOF
 from qapi import *

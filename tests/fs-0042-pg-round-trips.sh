@@ -104,30 +104,33 @@ test_expect_success 'a lease of three: each ack by name commits its own message'
 	test_is 0 "$(stat_of "$MNT/queues/l3/stats" leases)" leases
 '
 
+# Each read of a leased file from the store costs a round trip at least;
+# the mount that popped the lease answers from the pop.  What a tick
+# adds, if one falls in the window, is a few (fewer than 10).
 test_expect_success 'a lease popped here is read back with no round trip' '
 	mkdir "$MNT/queues/rb" &&
-	echo "batch = 3" >"$MNT/queues/rb/config" &&
-	for i in 1 2 3; do printf "back-%s" $i >"$MNT/queues/rb/b$i" || return 1; done &&
+	echo "batch = 20" >"$MNT/queues/rb/config" &&
+	for i in $(seq 1 20); do printf "back-%s" $i >"$MNT/queues/rb/b$i" || return 1; done &&
 	cat "$MNT/queues/rb/next" >lines &&
-	test_line_count = 3 lines &&
+	test_line_count = 20 lines &&
 	t0=$(rt_mark) &&
 	i=0 &&
 	while read -r l; do
 		i=$((i + 1)) &&
 		test_is "back-$i" "$(cat "$MNT/queues/rb/$l")" "$l" &&
-		test_is 6 "$(stat -c %s "$MNT/queues/rb/$l")" "size of $l" ||
+		test_is ${#i} $(($(stat -c %s "$MNT/queues/rb/$l") - 5)) "size of $l" ||
 			return 1
 	done <lines &&
 	t1=$(rt_now) &&
-	echo "3 reads and 3 stats of a lease: $((t1 - t0)) round trips" &&
-	test_is 0 $((t1 - t0)) "round trips" &&
+	echo "20 reads and 20 stats of a lease: $((t1 - t0)) round trips" &&
+	test $((t1 - t0)) -lt 10 &&
 	L=$(sed -n "1s|^leased/\([^/]*\)/.*|\1|p" lines) &&
-	mv "$MNT/queues/rb/leased/$L/b2" "$MNT/queues/rb/ack/" &&
+	mv "$MNT/queues/rb/leased/$L/b19" "$MNT/queues/rb/ack/" &&
 	ls "$MNT/queues/rb/leased/$L" >actual &&
-	echo b3 >expect &&
+	echo b20 >expect &&
 	test_cmp expect actual &&
-	test_is "back-3" "$(cat "$MNT/queues/rb/leased/$L/b3")" b3 &&
-	mv "$MNT/queues/rb/leased/$L/b3" "$MNT/queues/rb/ack/" &&
+	test_is "back-20" "$(cat "$MNT/queues/rb/leased/$L/b20")" b20 &&
+	mv "$MNT/queues/rb/leased/$L/b20" "$MNT/queues/rb/ack/" &&
 	test_is 0 "$(stat_of "$MNT/queues/rb/stats" leases)" leases
 '
 
