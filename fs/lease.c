@@ -32,8 +32,9 @@
  * its files, and the reads of them, come straight after the pop, and
  * nothing can change what they see but this mount's own acks and renewals
  * (which drop it: the store answers again from then on) or the clock.
- * Served only while the lease has KEEP_MARGIN_MS left.  Another mount or
- * the HTTP API acting on this mount's lease is not seen here until the
+ * Served only while the lease has KEEP_MARGIN_MS left.  Requests that
+ * may end leases without naming one drop them all (lease_unkeep_all).
+ * Another mount acting on this mount's lease is not seen here until the
  * lease ends: an ack through this mount then fails as it always would.
  * At most KEEP_BYTES of payloads are kept; the oldest go first.
  */
@@ -177,7 +178,8 @@ void
 lease_unkeep_all(void)
 {
 	pthread_mutex_lock(&fs_lock);
-	for (unsigned i = 0; kept_total > 0 && i < LEASE_RING; i++)
+	/* not while kept_total > 0: a lease of empty messages keeps 0 bytes */
+	for (unsigned i = 0; i < LEASE_RING; i++)
 		unkeep(i);
 	pthread_mutex_unlock(&fs_lock);
 }
