@@ -93,14 +93,22 @@ static struct {
 	struct engine_counters c;
 } E = { .mu = PTHREAD_MUTEX_INITIALIZER, .kickfd = -1, .evfd = -1 };
 
-/* the readers' connection and its queue (NULL q: every job is E's) */
+/*
+ * The readers' connections and their queue (none: every job is E's).
+ * A job goes to the first idle one, so that at a light load the lookup
+ * and the reads after it find the rows it read ahead; a second serves
+ * whoever asks while the first is busy.
+ */
 static struct {
 	pthread_mutex_t mu;
 	pthread_cond_t idle;
 	struct job *head, **tail;
-	bool busy;
-	struct queen *q;
-	uint64_t seen; /* the writer's commits its reads follow */
+	int n;
+	struct rconn {
+		struct queen *q;
+		bool busy;
+		uint64_t seen; /* the writer's commits its reads follow */
+	} c[ENGINE_READERS];
 } R = { .mu = PTHREAD_MUTEX_INITIALIZER, .idle = PTHREAD_COND_INITIALIZER };
 
 /* the writer's commits of writes so far: the readers' rows read ahead
@@ -211,39 +219,42 @@ post(struct job *j)
  */
 static void finish(struct job *j);
 
-/* Run j on the readers' connection now, or queue it for their runner. */
+/* Run j on an idle readers' connection now, or queue it for a runner. */
 static void
 reader_submit(struct job *j)
 {
-	struct job *list, *nx;
+	struct rconn *rc = NULL;
+	struct job *k;
 
 	j->next = NULL;
 	pthread_mutex_lock(&R.mu);
 	*R.tail = j;
 	R.tail = &j->next;
-	if (R.busy) {
+	for (int i = 0; i < R.n && !rc; i++)
+		if (!R.c[i].busy)
+			rc = &R.c[i];
+	if (!rc) {
 		pthread_mutex_unlock(&R.mu);
 		return;
 	}
-	R.busy = true;
-	while ((list = R.head) != NULL) {
-		R.head = NULL;
-		R.tail = &R.head;
-		pthread_mutex_unlock(&R.mu);
-		for (; list; list = nx) {
-			uint64_t c = atomic_load(&writer_commits);
+	rc->busy = true;
+	/* one at a time: another idle connection may take the next */
+	while ((k = R.head) != NULL) {
+		uint64_t c = atomic_load(&writer_commits);
 
-			nx = list->next;
-			if (c != R.seen) {
-				queen_forget_reads(R.q);
-				R.seen = c;
-			}
-			list->run(list, R.q);
-			finish(list);
+		if (!(R.head = k->next))
+			R.tail = &R.head;
+		pthread_mutex_unlock(&R.mu);
+		k->next = NULL;
+		if (c != rc->seen) {
+			queen_forget_reads(rc->q);
+			rc->seen = c;
 		}
+		k->run(k, rc->q);
+		finish(k);
 		pthread_mutex_lock(&R.mu);
 	}
-	R.busy = false;
+	rc->busy = false;
 	pthread_cond_broadcast(&R.idle);
 	pthread_mutex_unlock(&R.mu);
 }
@@ -251,7 +262,7 @@ reader_submit(struct job *j)
 void
 engine_submit(struct job *j)
 {
-	if (j->reader && !j->evloop && R.q) {
+	if (j->reader && !j->evloop && R.n > 0) {
 		reader_submit(j);
 		return;
 	}
@@ -1058,13 +1069,15 @@ engine_main(void *arg)
 }
 
 int
-engine_start(struct queen *q, struct queen *rq)
+engine_start(struct queen *q, struct queen **rq, int nrq)
 {
 	pthread_condattr_t ca;
 	int rc = queen_event_fd(q);
 
 	E.q = q;
-	R.q = rq;
+	for (int i = 0; i < nrq && i < ENGINE_READERS; i++)
+		if (rq[i])
+			R.c[R.n++].q = rq[i];
 	R.tail = &R.head;
 	E.tail = &E.head;
 	E.unsynced_tail = &E.unsynced;
@@ -1119,11 +1132,15 @@ engine_stop(void)
 	E.q = NULL;
 	/* the requests are over: a reader still running is answering */
 	pthread_mutex_lock(&R.mu);
-	while (R.busy)
-		pthread_cond_wait(&R.idle, &R.mu);
+	for (int i = 0; i < R.n; i++)
+		while (R.c[i].busy)
+			pthread_cond_wait(&R.idle, &R.mu);
 	pthread_mutex_unlock(&R.mu);
-	queen_close(R.q);
-	R.q = NULL;
+	for (int i = 0; i < R.n; i++) {
+		queen_close(R.c[i].q);
+		R.c[i].q = NULL;
+	}
+	R.n = 0;
 }
 
 void
@@ -1169,7 +1186,11 @@ engine_counters(struct engine_counters *out)
 uint64_t
 engine_reader_round_trips(void)
 {
-	return R.q ? queen_round_trips(R.q) : 0;
+	uint64_t n = 0;
+
+	for (int i = 0; i < R.n; i++)
+		n += queen_round_trips(R.c[i].q);
+	return n;
 }
 
 void
