@@ -1505,7 +1505,7 @@ test_lease_durable(void)
 	 * right to slow its WAL writer, the rest says nothing */
 	if (sql_value(&f, "ALTER SYSTEM SET wal_writer_delay = '10s'") != 0 ||
 	    sql_value(&f, "SELECT pg_reload_conf()::int") != 1) {
-		skip(10, "cannot slow the server's WAL writer");
+		skip(13, "cannot slow the server's WAL writer");
 		goto out;
 	}
 	sql_value(&f, "SELECT pg_sleep(0.3)");
@@ -1552,6 +1552,18 @@ test_lease_durable(void)
 	ok(sql_value(&f, FLUSH_LSN) < sql_value(&f, INSERT_LSN) &&
 		sql_value(&f, INSERT_LSN) > ins,
 	    "ldur: that lease wrote and did not wait for a flush");
+
+	/* 3: a push after that flush, which vouches for nothing newer */
+	is_int(push1(w, Q, "p5", "m5", "five"), 1, "ldur: w pushes into p5");
+	ins = sql_value(&f, INSERT_LSN);
+	fl = sql_value(&f, FLUSH_LSN);
+	if (fl >= ins) {
+		skip(2, "the server flushed the WAL on its own");
+	} else {
+		is_int(lazy_pop(b, "p5", 10), 0, "ldur: b leases p5 (m5)");
+		ok(sql_value(&f, FLUSH_LSN) >= ins,
+		    "ldur: that lease flushed the WAL past the push");
+	}
 	sql_value(&f, "ALTER SYSTEM RESET wal_writer_delay");
 	sql_value(&f, "SELECT pg_reload_conf()::int");
 out:

@@ -1591,7 +1591,8 @@ pg_sync(struct store *s)
 		rc = -ENOTCONN;
 	} else {
 		s->sync_set = true;
-		flushed_upto(s, col_int(r, 0, 0));
+		/* PQexec answers in text, not in the binary of col_int */
+		flushed_upto(s, strtoll(PQgetvalue(r, 0, 0), NULL, 10));
 	}
 	PQclear(r);
 	return rc;
