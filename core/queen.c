@@ -492,8 +492,10 @@ fresh_need(struct queen *q, int64_t pid, int64_t last)
 	int i;
 
 	/* on a shared store another handle's push may be as young as this
-	 * batch: the batch's own sync covers it */
-	if (q->ops->shared && q->batch_depth > 0 && q->deferred)
+	 * batch: the batch's own sync covers it, unless the store can tell
+	 * that every message read so far is on the disk already */
+	if (q->ops->shared && q->batch_depth > 0 && q->deferred &&
+	    !(q->ops->read_durable && q->ops->read_durable(q->st)))
 		t = atomic_load(&q->seq) + 1;
 	if (f->ticket > atomic_load(&q->synced) &&
 	    (f->pid == 0 || (f->pid == pid && last >= f->from)))

@@ -1572,6 +1572,65 @@ out:
 	fix_close(&f);
 }
 
+/*
+ * A pop in a batch that also writes (deferred: answered once the batch's
+ * sync is done) needs that sync only if what it hands out may not be on
+ * the disk yet.  Another handle's push after b's last flush may not be;
+ * one that flush covered is, and the pop is answered at the commit.
+ */
+static int
+deferred_pop(struct queen *q, const char *part, uint64_t *need)
+{
+	struct queen_batch *b = NULL;
+	int rc;
+
+	if ((rc = queen_batch_begin(q, QUEEN_BATCH_DEFERRED)) != 0)
+		return rc;
+	rc = pop1(q, Q, part, NULL, 10, &b);
+	*need = queen_pop_ticket(q);
+	queen_batch_free(b);
+	if (rc != 0) {
+		queen_batch_rollback(q);
+		return rc;
+	}
+	return queen_batch_commit(q);
+}
+
+static void
+test_deferred_pop(void)
+{
+	struct fix f;
+	struct queen *a = fix_open(&f, "pgm-dpop");
+	struct queen *w = open_sync(&f, QUEEN_SYNC_OFF);
+	struct queen *b = open_sync(&f, QUEEN_SYNC_FULL);
+	struct queen_push_item it = { 0 };
+	struct queen_push_result r;
+	uint64_t need = 0;
+
+	is_int(push1(a, Q, "p1", "old", "o"), 1, "dpop: a pushes into p1");
+	/* b's own deferred write and its sync: a flush after a's push */
+	is_int(queen_batch_begin(b, QUEEN_BATCH_DEFERRED), 0,
+	    "dpop: b opens a deferred batch");
+	it.queue = Q;
+	it.partition = "p3";
+	it.txid = "own";
+	it.payload = "b";
+	it.len = 1;
+	ok(queen_push(b, &it, 1, false, &r) == 0, "dpop: b pushes into p3");
+	is_int(queen_batch_commit(b), 0, "dpop: b commits");
+	is_int(queen_sync(b, queen_sync_ticket(b)), 0, "dpop: b syncs");
+	/* w's push after that flush, committed without one */
+	is_int(push1(w, Q, "p2", "young", "y"), 1, "dpop: w pushes into p2");
+	is_int(deferred_pop(b, "p2", &need), 0, "dpop: b pops w's push");
+	ok(need > 0, "dpop: that pop waits for its batch's sync");
+	is_int(deferred_pop(b, "p1", &need), 0, "dpop: b pops a's push");
+	ok(need == 0, "dpop: that pop needs no sync (got %llu)",
+	    (unsigned long long)need);
+	queen_close(w);
+	queen_close(b);
+	fix_close(&f);
+}
+
 /* Push len bytes; the offset, or a negative errno. */
 static int64_t
 push_len(struct queen *q, const char *queue, const char *part, const char *txid,
@@ -1996,6 +2055,7 @@ main(void)
 	test_sent_write_fails();
 	test_cursor_repair();
 	test_lease_durable();
+	test_deferred_pop();
 	test_read_along();
 	test_find_by_name();
 	test_lease_lookup();
