@@ -93,22 +93,14 @@ static struct {
 	struct engine_counters c;
 } E = { .mu = PTHREAD_MUTEX_INITIALIZER, .kickfd = -1, .evfd = -1 };
 
-/*
- * The readers' connections and their queue (none: every job is E's).
- * A job goes to the first idle one, so that at a light load the lookup
- * and the reads after it find the rows it read ahead; a second serves
- * whoever asks while the first is busy.
- */
+/* the readers' connection and its queue (NULL q: every job is E's) */
 static struct {
 	pthread_mutex_t mu;
 	pthread_cond_t idle;
 	struct job *head, **tail;
-	int n;
-	struct rconn {
-		struct queen *q;
-		bool busy;
-		uint64_t seen; /* the writer's commits its reads follow */
-	} c[ENGINE_READERS];
+	bool busy;
+	struct queen *q;
+	uint64_t seen; /* the writer's commits its reads follow */
 } R = { .mu = PTHREAD_MUTEX_INITIALIZER, .idle = PTHREAD_COND_INITIALIZER };
 
 /* the writer's commits of writes so far: the readers' rows read ahead
@@ -219,42 +211,39 @@ post(struct job *j)
  */
 static void finish(struct job *j);
 
-/* Run j on an idle readers' connection now, or queue it for a runner. */
+/* Run j on the readers' connection now, or queue it for their runner. */
 static void
 reader_submit(struct job *j)
 {
-	struct rconn *rc = NULL;
-	struct job *k;
+	struct job *list, *nx;
 
 	j->next = NULL;
 	pthread_mutex_lock(&R.mu);
 	*R.tail = j;
 	R.tail = &j->next;
-	for (int i = 0; i < R.n && !rc; i++)
-		if (!R.c[i].busy)
-			rc = &R.c[i];
-	if (!rc) {
+	if (R.busy) {
 		pthread_mutex_unlock(&R.mu);
 		return;
 	}
-	rc->busy = true;
-	/* one at a time: another idle connection may take the next */
-	while ((k = R.head) != NULL) {
-		uint64_t c = atomic_load(&writer_commits);
-
-		if (!(R.head = k->next))
-			R.tail = &R.head;
+	R.busy = true;
+	while ((list = R.head) != NULL) {
+		R.head = NULL;
+		R.tail = &R.head;
 		pthread_mutex_unlock(&R.mu);
-		k->next = NULL;
-		if (c != rc->seen) {
-			queen_forget_reads(rc->q);
-			rc->seen = c;
+		for (; list; list = nx) {
+			uint64_t c = atomic_load(&writer_commits);
+
+			nx = list->next;
+			if (c != R.seen) {
+				queen_forget_reads(R.q);
+				R.seen = c;
+			}
+			list->run(list, R.q);
+			finish(list);
 		}
-		k->run(k, rc->q);
-		finish(k);
 		pthread_mutex_lock(&R.mu);
 	}
-	rc->busy = false;
+	R.busy = false;
 	pthread_cond_broadcast(&R.idle);
 	pthread_mutex_unlock(&R.mu);
 }
@@ -262,7 +251,7 @@ reader_submit(struct job *j)
 void
 engine_submit(struct job *j)
 {
-	if (j->reader && !j->evloop && R.n > 0) {
+	if (j->reader && !j->evloop && R.q) {
 		reader_submit(j);
 		return;
 	}
@@ -1069,15 +1058,13 @@ engine_main(void *arg)
 }
 
 int
-engine_start(struct queen *q, struct queen **rq, int nrq)
+engine_start(struct queen *q, struct queen *rq)
 {
 	pthread_condattr_t ca;
 	int rc = queen_event_fd(q);
 
 	E.q = q;
-	for (int i = 0; i < nrq && i < ENGINE_READERS; i++)
-		if (rq[i])
-			R.c[R.n++].q = rq[i];
+	R.q = rq;
 	R.tail = &R.head;
 	E.tail = &E.head;
 	E.unsynced_tail = &E.unsynced;
@@ -1132,15 +1119,11 @@ engine_stop(void)
 	E.q = NULL;
 	/* the requests are over: a reader still running is answering */
 	pthread_mutex_lock(&R.mu);
-	for (int i = 0; i < R.n; i++)
-		while (R.c[i].busy)
-			pthread_cond_wait(&R.idle, &R.mu);
+	while (R.busy)
+		pthread_cond_wait(&R.idle, &R.mu);
 	pthread_mutex_unlock(&R.mu);
-	for (int i = 0; i < R.n; i++) {
-		queen_close(R.c[i].q);
-		R.c[i].q = NULL;
-	}
-	R.n = 0;
+	queen_close(R.q);
+	R.q = NULL;
 }
 
 void
@@ -1186,11 +1169,7 @@ engine_counters(struct engine_counters *out)
 uint64_t
 engine_reader_round_trips(void)
 {
-	uint64_t n = 0;
-
-	for (int i = 0; i < R.n; i++)
-		n += queen_round_trips(R.c[i].q);
-	return n;
+	return R.q ? queen_round_trips(R.q) : 0;
 }
 
 void

@@ -262,9 +262,7 @@ int open_store(const char *path, enum queen_sync sync, struct queen **q);
 int spool_open(const char *db, const char *mnt, enum queen_sync sync);
 
 /* engine.c */
-/* the most connections for reads a daemon opens (a shared store) */
-#define ENGINE_READERS 2
-int engine_start(struct queen *q, struct queen **rq, int nrq);
+int engine_start(struct queen *q, struct queen *rq);
 void engine_stop(void);
 void engine_submit(struct job *j);
 void engine_poll_watch(struct handle *h, const char *queue,

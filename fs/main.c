@@ -109,7 +109,7 @@ serve_http_only(struct opts *o, const char *db, enum queen_sync sync)
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	if (open_store(db, sync, &q) < 0)
 		return 1;
-	if ((rc = engine_start(q, NULL, 0)) < 0) {
+	if ((rc = engine_start(q, NULL)) < 0) {
 		fs_logl(FSL_ERROR, "engine: %s", strerror(-rc));
 		queen_close(q);
 		return 1;
@@ -136,8 +136,7 @@ main(int argc, char **argv)
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
 	struct fuse_loop_config *lc;
 	struct fuse_session *se;
-	struct queen *q = NULL, *rq[ENGINE_READERS] = { NULL };
-	int nrq = 0;
+	struct queen *q = NULL, *rq = NULL;
 	int rc, ret = 1;
 
 	/*
@@ -255,18 +254,13 @@ main(int argc, char **argv)
 	}
 	/* what the last run confirmed and did not publish, before serving */
 	stage_replay(q);
-	/* a server's store: lookups and reads on connections of their own */
-	for (int i = 0; queen_path_is_pg(db) && i < ENGINE_READERS; i++)
-		if (open_store(db, sync, &rq[nrq]) == 0)
-			nrq++;
-	if (queen_path_is_pg(db) && nrq < ENGINE_READERS)
-		fs_log("%d of %d connections for reads opened%s", nrq,
-		    ENGINE_READERS, nrq ? "" : ": they share the writes' one");
-	if ((rc = engine_start(q, rq, nrq)) < 0) {
+	/* a server's store: lookups and reads on a connection of their own */
+	if (queen_path_is_pg(db) && open_store(db, sync, &rq) < 0)
+		fs_log("no connection for reads: they share the writes' one");
+	if ((rc = engine_start(q, rq)) < 0) {
 		fs_logl(FSL_ERROR, "engine: %s", strerror(-rc));
 		queen_close(q);
-		for (int i = 0; i < nrq; i++)
-			queen_close(rq[i]);
+		queen_close(rq);
 		goto out_unmount;
 	}
 	if (o.http.n && http_start(&o.http) < 0) {
