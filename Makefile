@@ -96,7 +96,8 @@ $(DAEMON): $(O)/fs/main.o $(FS_OBJ) $(LIB)
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(PKG_LIBS)
 
 $(O)/tests/t-ctl: $(O)/fs/ctl.o $(O)/fs/name.o
-$(O)/tests/t-lease: $(O)/fs/pending.o $(O)/fs/lease.o $(O)/fs/log.o $(O)/fs/state.o
+$(O)/tests/t-lease: $(O)/fs/pending.o $(O)/fs/lease.o $(O)/fs/log.o $(O)/fs/state.o \
+    $(O)/fs/msg.o $(O)/fs/name.o
 $(O)/tests/t-stage: $(O)/fs/stage.o $(O)/fs/log.o $(O)/fs/state.o
 $(O)/tests/t-%: $(O)/tests/t-%.o $(O)/tests/tap.o $(TAP_PG) $(LIB)
 	$(CC) $(LDFLAGS_ALL) -o $@ $(filter-out $(LIB),$^) $(LIB) $(CORE_LIBS)

@@ -502,5 +502,7 @@ struct msginfo {
 	char *payload;              /* malloc'd when asked for */
 };
 void msginfo_release(struct msginfo *mi);
+int msginfo_from_batch(struct msginfo *mi, const struct queen_batch *b,
+    const char *txid, bool want_payload);
 
 #endif

@@ -226,27 +226,10 @@ lease_kept_msg(const char *id, const char *txid, int64_t now, bool want_payload,
 	int rc = -ENOENT;
 
 	pthread_mutex_lock(&fs_lock);
-	b = kept_live(id, now);
-	for (size_t k = 0; b && k < b->n; k++) {
-		const struct queen_msg *m = &b->msgs[k];
-
-		if (strcmp(m->txid, txid) != 0)
-			continue;
+	if ((b = kept_live(id, now)) != NULL) {
 		memset(mi, 0, sizeof(*mi));
-		mi->offset = m->offset;
-		mi->created_at = m->created_at;
-		mi->len = m->len;
-		strcpy(mi->partition, b->partition);
-		strcpy(mi->partition_uuid, b->partition_uuid);
-		mi->expires_at = b->lease_expires_at;
-		mi->retry_count = b->retry_count;
-		rc = 0;
-		if (want_payload &&
-		    !(mi->payload = malloc(m->len ? m->len : 1)))
-			rc = -ENOMEM;
-		else if (want_payload && m->len)
-			memcpy(mi->payload, m->payload, m->len);
-		break;
+		rc = msginfo_from_batch(mi, b, txid, want_payload);
+		mi->m = NULL; /* b may go once fs_lock is let go */
 	}
 	pthread_mutex_unlock(&fs_lock);
 	return rc;

@@ -30,11 +30,14 @@ copy_payload(struct msginfo *mi, const void *p, size_t len)
 	return 0;
 }
 
-static int
-from_batch(struct msginfo *mi, const char *txid, bool want_payload)
+/*
+ * Fill *mi from message txid of b, its payload copied if asked for;
+ * mi->m points into b.  -ENOENT if b does not hold txid.
+ */
+int
+msginfo_from_batch(struct msginfo *mi, const struct queen_batch *b,
+    const char *txid, bool want_payload)
 {
-	struct queen_batch *b = mi->b;
-
 	for (size_t i = 0; b && i < b->n; i++) {
 		const struct queen_msg *m = &b->msgs[i];
 		if (strcmp(m->txid, txid) != 0)
@@ -116,7 +119,7 @@ msg_info(struct queen *q, struct node *n, bool want_payload,
 			    lease_first(n->lease), true, &mi->b);
 		if (rc < 0)
 			return rc;
-		rc = from_batch(mi, txid, want_payload);
+		rc = msginfo_from_batch(mi, mi->b, txid, want_payload);
 		break;
 	case K_MSG:
 	case K_PENDING:
@@ -126,7 +129,8 @@ msg_info(struct queen *q, struct node *n, bool want_payload,
 		if ((rc = queen_msg_read(q, n->queue, part, mi->offset, 1, true,
 		    &mi->b)) < 0)
 			return rc;
-		if ((rc = from_batch(mi, txid, want_payload)) == 0 &&
+		if ((rc = msginfo_from_batch(mi, mi->b, txid, want_payload)) ==
+			0 &&
 		    queen_partition_get(q, n->queue, part, &pi) == 0) {
 			strcpy(mi->partition, pi.name);
 			strcpy(mi->partition_uuid, pi.uuid);

@@ -1462,22 +1462,52 @@ open_sync(struct fix *f, enum queen_sync sync)
 	return q;
 }
 
-/* one lease in a batch of leases alone, as the mount's `next` */
+/* one lease in a batch of the given flags; *need (if asked) what its
+ * answer waits for (queen_pop_ticket) */
 static int
-lazy_pop(struct queen *q, const char *part, int64_t batch)
+batch_pop(struct queen *q, enum queen_batch_flags fl, const char *part,
+    int64_t batch, uint64_t *need)
 {
 	struct queen_batch *b = NULL;
 	int rc;
 
-	if ((rc = queen_batch_begin(q, QUEEN_BATCH_LAZY)) != 0)
+	if ((rc = queen_batch_begin(q, fl)) != 0)
 		return rc;
 	rc = pop1(q, Q, part, NULL, batch, &b);
+	if (need)
+		*need = queen_pop_ticket(q);
 	queen_batch_free(b);
 	if (rc != 0) {
 		queen_batch_rollback(q);
 		return rc;
 	}
 	return queen_batch_commit(q);
+}
+
+/* one lease in a batch of leases alone, as the mount's `next` */
+static int
+lazy_pop(struct queen *q, const char *part, int64_t batch)
+{
+	return batch_pop(q, QUEEN_BATCH_LAZY, part, batch, NULL);
+}
+
+/* a deferred write of q's own into partition p3, then its sync */
+static void
+own_flush(struct queen *q, const char *txid, const char *what)
+{
+	struct queen_push_item it = { 0 };
+	struct queen_push_result r;
+
+	is_int(queen_batch_begin(q, QUEEN_BATCH_DEFERRED), 0,
+	    "%s: a deferred batch", what);
+	it.queue = Q;
+	it.partition = "p3";
+	it.txid = txid;
+	it.payload = "own";
+	it.len = 3;
+	ok(queen_push(q, &it, 1, false, &r) == 0, "%s: a push into p3", what);
+	is_int(queen_batch_commit(q), 0, "%s: its commit", what);
+	is_int(queen_sync(q, queen_sync_ticket(q)), 0, "%s: its sync", what);
 }
 
 /*
@@ -1527,25 +1557,8 @@ test_lease_durable(void)
 
 	/* 2: a push that a flush has covered */
 	is_int(push1(w, Q, "p2", "m2", "two"), 2, "ldur: w pushes into p2");
-	{
-		struct queen_push_item it = { 0 };
-		struct queen_push_result r;
-		uint64_t t;
-
-		/* b's own deferred write and its sync vouch for m2 */
-		is_int(queen_batch_begin(b, QUEEN_BATCH_DEFERRED), 0,
-		    "ldur: b opens a deferred batch");
-		it.queue = Q;
-		it.partition = "p3";
-		it.txid = "m3";
-		it.payload = "three";
-		it.len = 5;
-		ok(queen_push(b, &it, 1, false, &r) == 0,
-		    "ldur: b pushes into p3");
-		is_int(queen_batch_commit(b), 0, "ldur: b commits");
-		t = queen_sync_ticket(b);
-		is_int(queen_sync(b, t), 0, "ldur: b syncs");
-	}
+	/* b's own deferred write and its sync vouch for m2 */
+	own_flush(b, "m3", "ldur: b");
 	ins = sql_value(&f, INSERT_LSN);
 	f.now += 3600 * 1000;
 	is_int(lazy_pop(b, "p2", 10), 0, "ldur: b leases p2 again (m2)");
@@ -1578,24 +1591,6 @@ out:
  * the disk yet.  Another handle's push after b's last flush may not be;
  * one that flush covered is, and the pop is answered at the commit.
  */
-static int
-deferred_pop(struct queen *q, const char *part, uint64_t *need)
-{
-	struct queen_batch *b = NULL;
-	int rc;
-
-	if ((rc = queen_batch_begin(q, QUEEN_BATCH_DEFERRED)) != 0)
-		return rc;
-	rc = pop1(q, Q, part, NULL, 10, &b);
-	*need = queen_pop_ticket(q);
-	queen_batch_free(b);
-	if (rc != 0) {
-		queen_batch_rollback(q);
-		return rc;
-	}
-	return queen_batch_commit(q);
-}
-
 static void
 test_deferred_pop(void)
 {
@@ -1603,27 +1598,18 @@ test_deferred_pop(void)
 	struct queen *a = fix_open(&f, "pgm-dpop");
 	struct queen *w = open_sync(&f, QUEEN_SYNC_OFF);
 	struct queen *b = open_sync(&f, QUEEN_SYNC_FULL);
-	struct queen_push_item it = { 0 };
-	struct queen_push_result r;
 	uint64_t need = 0;
 
 	is_int(push1(a, Q, "p1", "old", "o"), 1, "dpop: a pushes into p1");
 	/* b's own deferred write and its sync: a flush after a's push */
-	is_int(queen_batch_begin(b, QUEEN_BATCH_DEFERRED), 0,
-	    "dpop: b opens a deferred batch");
-	it.queue = Q;
-	it.partition = "p3";
-	it.txid = "own";
-	it.payload = "b";
-	it.len = 1;
-	ok(queen_push(b, &it, 1, false, &r) == 0, "dpop: b pushes into p3");
-	is_int(queen_batch_commit(b), 0, "dpop: b commits");
-	is_int(queen_sync(b, queen_sync_ticket(b)), 0, "dpop: b syncs");
+	own_flush(b, "own", "dpop: b");
 	/* w's push after that flush, committed without one */
 	is_int(push1(w, Q, "p2", "young", "y"), 1, "dpop: w pushes into p2");
-	is_int(deferred_pop(b, "p2", &need), 0, "dpop: b pops w's push");
+	is_int(batch_pop(b, QUEEN_BATCH_DEFERRED, "p2", 10, &need), 0,
+	    "dpop: b pops w's push");
 	ok(need > 0, "dpop: that pop waits for its batch's sync");
-	is_int(deferred_pop(b, "p1", &need), 0, "dpop: b pops a's push");
+	is_int(batch_pop(b, QUEEN_BATCH_DEFERRED, "p1", 10, &need), 0,
+	    "dpop: b pops a's push");
 	ok(need == 0, "dpop: that pop needs no sync (got %llu)",
 	    (unsigned long long)need);
 	queen_close(w);
