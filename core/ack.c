@@ -322,6 +322,7 @@ ack_items(struct queen *q, const struct queen_ack_item *items, size_t n,
 	size_t *idx, nu = 0, i, j;
 	int rc = 0;
 
+	lease_moves();
 	units = calloc(n ? n : 1, sizeof(*units));
 	idx = calloc(n ? n : 1, sizeof(*idx));
 	if (!units || !idx) {

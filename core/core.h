@@ -389,6 +389,9 @@ struct store_ops {
 #define FRESH_SLOTS 1024
 #define FRESH_PEND 64
 
+/* a call that may end or move a lease starts (queen_lease_epoch) */
+void lease_moves(void);
+
 struct queen {
 	const struct store_ops *ops;
 	struct store *st;

@@ -435,6 +435,7 @@ queen_seek(struct queen *q, const char *queue, const char *group,
 		    "%lld", (long long)value);
 	if (kind < QUEEN_POS_OFFSET || kind > QUEEN_POS_END)
 		return queen_err(q, -EINVAL, "seek: unknown position kind");
+	lease_moves();
 	if ((rc = tx_begin(q)) != 0)
 		return rc;
 	if ((rc = queue_load(q, queue, &qr)) != 0)

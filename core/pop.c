@@ -551,6 +551,7 @@ queen_lease_renew(struct queen *q, const char *lease_id, int64_t seconds,
 	if (seconds < 0 || seconds > QUEEN_SECONDS_MAX)
 		return queen_err(q, -EINVAL, "renew: %" PRId64 " seconds is "
 		    "outside 0..%lld (100 years)", seconds, QUEEN_SECONDS_MAX);
+	lease_moves();
 	if ((rc = tx_begin(q)) != 0)
 		return rc;
 	if ((rc = lease_find(q, lease_id, &c, NULL)) != 0)

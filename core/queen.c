@@ -373,6 +373,20 @@ queen_round_trips(struct queen *q)
 	return q->ops->round_trips ? q->ops->round_trips(q->st) : 0;
 }
 
+static _Atomic uint64_t lease_epoch;
+
+void
+lease_moves(void)
+{
+	atomic_fetch_add(&lease_epoch, 1);
+}
+
+uint64_t
+queen_lease_epoch(void)
+{
+	return atomic_load(&lease_epoch);
+}
+
 void
 queen_forget_reads(struct queen *q)
 {

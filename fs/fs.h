@@ -473,8 +473,6 @@ int64_t lease_first(const char *id);
 void lease_acked(const char *id, const char *txid);
 bool lease_known(const char *id, const char *txid);
 void lease_keep(struct queen_batch *b);
-void lease_unkeep(const char *id);
-void lease_unkeep_all(void);
 bool lease_kept(const char *id, const char *queue, const char *group,
     int64_t now);
 struct msginfo;

@@ -163,18 +163,12 @@ http_run(struct job *j, struct queen *q)
 		.requests = atomic_load(&H.requests),
 	};
 	struct queen_api_wait w;
-	size_t plen;
 	int rc;
 
 	if (atomic_load(&r->gone)) {
 		j->rc = -EINTR;  /* claim nothing for a client gone */
 		return;
 	}
-	/* only a read or a push leaves every lease as it was */
-	plen = strlen(r->path);
-	if (strcmp(r->method, "GET") != 0 && strcmp(r->method, "HEAD") != 0 &&
-	    (plen < 5 || strcmp(r->path + plen - 5, "/push") != 0))
-		lease_unkeep_all();
 	free(r->ans.body);
 	rc = queen_http(q, &req, &r->ans, &w);
 	if (rc == -EAGAIN) {

@@ -29,14 +29,14 @@
 
 /*
  * A pop's answer, kept for its lease: the lookups of leased/<id> and of
- * its files, and the reads of them, come straight after the pop, and
- * nothing can change what they see but this mount's own acks and renewals
- * (which drop it: the store answers again from then on) or the clock.
- * Served only while the lease has KEEP_MARGIN_MS left.  Requests that
- * may end leases without naming one drop them all (lease_unkeep_all).
- * Another mount acting on this mount's lease is not seen here until the
- * lease ends: an ack through this mount then fails as it always would.
- * At most KEEP_BYTES of payloads are kept; the oldest go first.
+ * its files, and the reads of them, come straight after the pop.  What
+ * they see changes only by the clock or by a call that ends or moves a
+ * lease; core counts those made in this process, by any front end
+ * (queen_lease_epoch), so an answer is served only while that count is
+ * the one it was kept at and the lease has KEEP_MARGIN_MS left.  Another
+ * mount acting on this mount's lease is not seen here until the lease
+ * ends: an ack through this mount then fails as it always would.  At
+ * most KEEP_BYTES of payloads are kept; the oldest go first.
  */
 #define KEEP_BYTES (8u << 20)
 #define KEEP_BATCH (1u << 20)
@@ -50,6 +50,7 @@ static struct {
 	char *acked[LEASE_ACKED];
 	struct queen_batch *kept; /* the pop's answer, or NULL */
 	size_t kept_bytes;
+	uint64_t kept_epoch; /* queen_lease_epoch when it was kept */
 } leases[LEASE_RING];
 static unsigned lease_at;
 static size_t kept_total; /* payload bytes in every kept batch */
@@ -150,38 +151,12 @@ lease_keep(struct queen_batch *b)
 			unkeep((lease_at + k) % LEASE_RING);
 		leases[at].kept = b;
 		leases[at].kept_bytes = bytes;
+		leases[at].kept_epoch = queen_lease_epoch();
 		kept_total += bytes;
 		b = NULL;
 	}
 	pthread_mutex_unlock(&fs_lock);
 	queen_batch_free(b);
-}
-
-/* What the store says about lease id from now on is the answer. */
-void
-lease_unkeep(const char *id)
-{
-	int i;
-
-	pthread_mutex_lock(&fs_lock);
-	if ((i = lease_slot(id)) >= 0)
-		unkeep((unsigned)i);
-	pthread_mutex_unlock(&fs_lock);
-}
-
-/*
- * A request here that may end or move leases other than by naming one of
- * this mount's (a queue or group removed, a seek, the API's acks, which
- * need not name the lease): the store answers for every lease again.
- */
-void
-lease_unkeep_all(void)
-{
-	pthread_mutex_lock(&fs_lock);
-	/* not while kept_total > 0: a lease of empty messages keeps 0 bytes */
-	for (unsigned i = 0; i < LEASE_RING; i++)
-		unkeep(i);
-	pthread_mutex_unlock(&fs_lock);
 }
 
 /* The kept batch of lease id, while it may answer (fs_lock held). */
@@ -191,7 +166,9 @@ kept_live(const char *id, int64_t now)
 	int i = lease_slot(id);
 	const struct queen_batch *b = i >= 0 ? leases[i].kept : NULL;
 
-	if (b && b->lease_expires_at - KEEP_MARGIN_MS <= now) {
+	if (b &&
+	    (b->lease_expires_at - KEEP_MARGIN_MS <= now ||
+		leases[i].kept_epoch != queen_lease_epoch())) {
 		unkeep((unsigned)i);
 		b = NULL;
 	}
@@ -241,9 +218,7 @@ lease_acked(const char *id, const char *txid)
 	int i;
 
 	pthread_mutex_lock(&fs_lock);
-	if ((i = lease_slot(id)) >= 0)
-		unkeep((unsigned)i);
-	if (i >= 0 && !txid) {
+	if ((i = lease_slot(id)) >= 0 && !txid) {
 		leases[i].whole = true;
 	} else if (i >= 0) {
 		int k = 0;

@@ -55,9 +55,6 @@ ack_run(struct job *j, struct queen *q)
 	it.status = aj->status;
 	it.group = aj->group;
 	it.txid = name_to_txid(aj->name, tx, sizeof(tx)) == 0 ? tx : aj->name;
-	/* whatever comes of it, the store says what the lease holds now */
-	if (aj->lease)
-		lease_unkeep(aj->lease);
 	if (aj->lease && !aj->whole) {
 		/* the ack finds the lease's partition itself, its cursor
 		 * read (locked) with the lease and the message */

@@ -196,8 +196,6 @@ remove_run(struct job *j, struct queen *q)
 	struct admin_job *aj = (struct admin_job *)j;
 	struct node *p = aj->parent;
 
-	if (p->kind == K_QUEUES || p->kind == K_GROUPS)
-		lease_unkeep_all();
 	switch (p->kind) {
 	case K_QUEUES:
 		j->rc = queen_queue_delete(q, aj->name);
@@ -324,7 +322,6 @@ setattr_run(struct job *j, struct queen *q)
 		break;
 	case K_LEASE:
 	case K_LEASE_MSG:
-		lease_unkeep(n->lease);
 		j->rc = queen_lease_renew(q, n->lease, 0, NULL);
 		break;
 	case K_TIMER:

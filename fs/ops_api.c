@@ -55,9 +55,6 @@ api_run(struct job *j, struct queen *q)
 		}
 		body = map;
 	}
-	/* any request but a push may end leases this mount handed out */
-	if (strcmp(h->node->name, "push") != 0)
-		lease_unkeep_all();
 	/* an oversize body is answered without being read */
 	rc = queen_api_ex(q, h->node->name, body,
 	    h->req_big ? (size_t)QUEEN_API_MAX_BODY + 1 : h->req_len, &resp,

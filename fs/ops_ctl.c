@@ -24,8 +24,6 @@ ctl_run(struct job *j, struct queen *q)
 	struct node *n = cj->n;
 	char path[512];
 
-	if (n->kind != K_CONFIG)
-		lease_unkeep_all(); /* a seek may end leases */
 	if (n->kind == K_CONFIG)
 		j->rc = queen_config_set(q, n->queue, n->group, cj->cfg.keys,
 		    cj->cfg.values, cj->cfg.n);

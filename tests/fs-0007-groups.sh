@@ -155,6 +155,14 @@ test_expect_success 'seek start: the group replays from the first message' '
 	mv "$MSG" "$G1/ack/"
 '
 
+test_expect_success 'a seek ends the leases it passes: a leased file read before is gone' '
+	gpop "$G1" && test_is a2 "$TXID" txid &&
+	test_is a2 "$(cat "$MSG")" "the leased file" &&
+	echo start >"$G1/seek" &&
+	test_must_fail cat "$MSG" 2>err &&
+	cat err
+'
+
 test_expect_success 'seek end: nothing left to deliver' '
 	echo end >"$G1/seek" &&
 	test_is 5 "$(committed "$G1")" "g1 committed" &&

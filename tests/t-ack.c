@@ -1029,10 +1029,48 @@ test_ack_by_lease_alone(void)
 	fix_close(&f);
 }
 
+/*
+ * queen_lease_epoch counts the calls that may end or move a lease, and
+ * only those: what the mount kept of a pop (fs/lease.c) holds while the
+ * count stays.  A push, a pop and a read leave it be.
+ */
+static void
+test_lease_epoch(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "ack-epoch");
+	struct queen_batch *b = NULL;
+	struct queen_ack_result r;
+	uint64_t e;
+
+	is_int(pushn(q, Q, NULL, "e", 3), 0, "epoch: push 3");
+	is_int(queen_group_ensure(q, Q, G), 0, "epoch: a group");
+	e = queen_lease_epoch();
+	is_int(pop1(q, Q, NULL, NULL, 1, &b), 0, "epoch: a pop");
+	ok(queen_lease_epoch() == e, "epoch: a push and a pop leave it");
+	is_int(ack1(q, Q, NULL, NULL, "e1", "completed", b ? b->lease_id : "",
+		   &r),
+	    0, "epoch: an ack");
+	ok(r.success && queen_lease_epoch() > e, "epoch: an ack moves it");
+	queen_batch_free(b);
+	b = NULL;
+	is_int(pop1(q, Q, NULL, NULL, 1, &b), 0, "epoch: another pop");
+	e = queen_lease_epoch();
+	is_int(queen_lease_renew(q, b ? b->lease_id : "", 60, NULL), 0,
+	    "epoch: a renewal");
+	ok(queen_lease_epoch() > e, "epoch: a renewal moves it");
+	queen_batch_free(b);
+	e = queen_lease_epoch();
+	is_int(queen_seek(q, Q, G, NULL, QUEEN_POS_END, 0), 0, "epoch: a seek");
+	ok(queen_lease_epoch() > e, "epoch: a seek moves it");
+	fix_close(&f);
+}
+
 int
 main(void)
 {
 	plan_lazy();
+	test_lease_epoch();
 	test_offset_commit_example();
 	test_clamp_example();
 	test_implicit_completion();
