@@ -348,7 +348,7 @@ dup_child(struct fix *f, int fd, int start)
 	char txid[32], c;
 	int i, queued = 0;
 	int64_t rc;
-	bool dup;
+	bool dup = false;
 
 	if (read(start, &c, 1) != 1)
 		return 2;
@@ -898,9 +898,9 @@ test_migrate(void)
 	fix_close(&f);
 }
 
-/* idx_tup_read (or idx_scan) of one index of the dlq table */
+/* idx_tup_read (or idx_scan) of one index */
 static int64_t
-dlq_index_stat(const struct fix *f, const char *index, const char *col)
+index_stat(const struct fix *f, const char *index, const char *col)
 {
 	char sql[256];
 
@@ -957,8 +957,8 @@ test_dlq_lookup(void)
 	usleep(1200 * 1000);
 	push1(q, "elsewhere", NULL, "e1", "x");
 	usleep(1200 * 1000);
-	g0 = dlq_index_stat(&f, "dlq_group", "idx_tup_read");
-	t0 = dlq_index_stat(&f, "dlq_txid", "idx_scan");
+	g0 = index_stat(&f, "dlq_group", "idx_tup_read");
+	t0 = index_stat(&f, "dlq_txid", "idx_scan");
 	is_int(queen_dlq_get(q, Q, NULL, QUEEN_DEFAULT_PARTITION, "d0500",
 		   false, dlq_cb, &d),
 	    0, "dlq lookup: d0500 asked");
@@ -967,13 +967,114 @@ test_dlq_lookup(void)
 	 * idle backend's timer */
 	for (i = 0; i < 150 && t1 <= t0; i++) {
 		usleep(100 * 1000);
-		t1 = dlq_index_stat(&f, "dlq_txid", "idx_scan");
+		t1 = index_stat(&f, "dlq_txid", "idx_scan");
 	}
-	g1 = dlq_index_stat(&f, "dlq_group", "idx_tup_read");
+	g1 = index_stat(&f, "dlq_group", "idx_tup_read");
 	ok(t1 > t0, "dlq lookup: by the name index (%lld -> %lld scans)",
 	    (long long)t0, (long long)t1);
 	ok(g1 - g0 < 10, "dlq lookup: %lld rows of the group's index read",
 	    (long long)(g1 - g0));
+	fix_close(&f);
+}
+
+/*
+ * n new items into queue probe (transactionIds PREFIX and the numbers from
+ * first) and, with old, one of the fill (f01234) last; *dups: how many
+ * were duplicates.
+ */
+static int
+probe_push(struct queen *q, const char *prefix, int first, int n, bool old,
+    int *dups)
+{
+	struct queen_push_item it[501];
+	struct queen_push_result res[501];
+	char txid[501][24];
+	int i, rc;
+
+	memset(it, 0, sizeof(it));
+	for (i = 0; i < n + old && i < 501; i++) {
+		if (i < n)
+			snprintf(txid[i], sizeof(txid[i]), "%s%05d", prefix,
+			    first + i);
+		else
+			snprintf(txid[i], sizeof(txid[i]), "f%05d", 1234);
+		it[i].queue = "probe";
+		it[i].txid = txid[i];
+		it[i].payload = "x";
+		it[i].len = 1;
+	}
+	if ((rc = queen_push(q, it, (size_t)i, false, res)) != 0)
+		return rc;
+	for (*dups = 0, n = i, i = 0; i < n; i++)
+		*dups += res[i].status == QUEEN_PUSH_DUPLICATE;
+	return 0;
+}
+
+/*
+ * The dedup lookups of a batch push are one probe of txns_hash per
+ * transactionId, however long the partition: both plans of the
+ * semi-join they would read every hash row of the dedup window
+ * (through txns_pkey), so an api/push of 1000 items cost more with
+ * each message already in the partition.  Before any ANALYZE and after
+ * one, past the five runs after which a prepared statement may keep a
+ * generic plan.
+ */
+static void
+test_push_probe(void)
+{
+	enum { FILL = 4000 };
+	struct fix f;
+	struct queen *q = fix_open(&f, "pgm-probe");
+	int64_t k0, k1, h0, h1 = -1;
+	int i, round, d, dups = 0, fails = 0;
+	bool dup = false;
+
+	is_int((int)sql_value(&f,
+		   "ALTER TABLE txns SET (autovacuum_enabled = off)"),
+	    0, "probe: autovacuum off on txns");
+	for (i = 0; i < FILL; i += 500) {
+		fails += probe_push(q, "f", i, 500, false, &d) != 0;
+		dups += d;
+	}
+	ok(fails == 0 && dups == 0, "probe: %d messages in one partition",
+	    FILL);
+	for (round = 0; round < 2; round++) {
+		const char *when = round ? "analyzed" : "no statistics";
+
+		if (round)
+			is_int((int)sql_value(&f, "ANALYZE txns"), 0,
+			    "probe: txns analyzed");
+		usleep(1200 * 1000);
+		push1(q, "elsewhere", NULL, "e1", "x");
+		usleep(1200 * 1000);
+		k0 = index_stat(&f, "txns_pkey", "idx_tup_read");
+		h0 = index_stat(&f, "txns_hash", "idx_scan");
+		h1 = -1;
+		is_int(probe_push(q, round ? "s" : "r", 0, 499, true, &d), 0,
+		    "probe: %s: 499 new ones and one of the fill pushed", when);
+		is_int(d, 1, "probe: %s: the one of the fill a duplicate",
+		    when);
+		/* and one push at a time, new names and one of the fill (its 43rd) */
+		is_int(pushn(q, "probe", NULL, round ? "u" : "t", 10), 0,
+		    "probe: %s: 10 pushed one by one", when);
+		is_int(push_ex(q, "probe", NULL, "f00042", "x", false, &dup),
+		    43,
+		    "probe: %s: a fill's name pushed again is its "
+		    "offset",
+		    when);
+		ok(dup, "probe: %s: as a duplicate", when);
+		for (i = 0; i < 150 && h1 < h0 + 511; i++) {
+			usleep(100 * 1000);
+			h1 = index_stat(&f, "txns_hash", "idx_scan");
+		}
+		k1 = index_stat(&f, "txns_pkey", "idx_tup_read");
+		ok(h1 >= h0 + 511,
+		    "probe: %s: txns_hash probed for each "
+		    "(%lld probes)",
+		    when, (long long)(h1 - h0));
+		ok(k1 - k0 < 100, "probe: %s: %lld rows of txns_pkey read",
+		    when, (long long)(k1 - k0));
+	}
 	fix_close(&f);
 }
 
@@ -2035,6 +2136,7 @@ main(void)
 	test_maint_locks();
 	test_migrate();
 	test_dlq_lookup();
+	test_push_probe();
 	test_lost_connection();
 	test_listener();
 	test_listener_gone();

@@ -452,11 +452,19 @@ static const struct stmt_def sql[ST__N] = {
 	    "CROSS JOIN LATERAL (SELECT id, created_at FROM txns "
 	    "WHERE hash = h.hash AND id >= $1 AND id <= $2 "
 	    "ORDER BY id LIMIT 1) t" },
-	/* lo key, hi key, hashes (bytea[]): those with a row (as above) */
+	/*
+	 * lo key, hi key, hashes (bytea[]): those with a row, one probe of
+	 * txns_hash each, as above.  Written as `WHERE EXISTS`, both the
+	 * custom and the generic plan turned it into a hash join over
+	 * every hash row of the span: 8 ms for 1000 hashes in a partition
+	 * of 20,000 messages, 73 ms at 63,000, growing with it (a LIMIT
+	 * keeps the probe a nested loop).
+	 */
 	[ST_TXN_PREFETCH] = { "txn_prefetch",
-	    "SELECT DISTINCT h.hash FROM unnest($3::bytea[]) h(hash) "
-	    "WHERE EXISTS (SELECT 1 FROM txns t WHERE t.hash = h.hash "
-	    "AND t.id >= $1 AND t.id <= $2)" },
+	    "SELECT h.hash "
+	    "FROM (SELECT DISTINCT hash FROM unnest($3::bytea[]) u(hash)) h "
+	    "CROSS JOIN LATERAL (SELECT 1 FROM txns "
+	    "WHERE hash = h.hash AND id >= $1 AND id <= $2 LIMIT 1) t" },
 	/* key */
 	[ST_TXN_TIME] = { "txn_time",
 	    "SELECT created_at FROM txns WHERE id = $1" },
