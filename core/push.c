@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core.h"
@@ -30,6 +31,13 @@ flush_part(struct queen *q, struct pushctx *c)
 		rc = q->ops->part_update(q->st, &c->p);
 	c->dirty = false;
 	return rc;
+}
+
+/* an item's partition, as the loop names it */
+static const char *
+item_part(const struct queen_push_item *it)
+{
+	return it->partition ? it->partition : QUEEN_DEFAULT_PARTITION;
 }
 
 /*
@@ -87,42 +95,96 @@ select_part(struct queen *q, struct pushctx *c,
 #define PREFETCH_MAX 1024
 
 /*
- * The dedup lookups of the run of items from i on that go to c's
- * partition, asked of the store at once where it can (a server: one round
- * trip instead of one an item).  Generates the transactionIds the items
- * lack now, in item order, as the loop would have.
+ * The dedup lookups of the run of items from the k-th on (in the order
+ * the loop takes them, ord) that go to c's partition, asked of the store
+ * at once where it can (a server: one round trip instead of one an item).
  */
 static int
 prefetch(struct queen *q, struct pushctx *c,
-    const struct queen_push_item *items, size_t i, size_t n,
+    const struct queen_push_item *items, const size_t *ord, size_t k, size_t n,
     struct queen_push_result *res)
 {
 	struct hash128 h[PREFETCH_MAX];
-	size_t k = 0, tl;
+	size_t m = 0, tl;
 
-	c->fetched = i + PREFETCH_MAX;
+	c->fetched = k + PREFETCH_MAX;
 	/* an empty partition too: the items' own appends are what the
 	 * lookups after the first would ask about */
 	if (!q->ops->txn_prefetch || c->qr.conf.dedup_window <= 0)
 		return 0;
-	for (; i < n && k < PREFETCH_MAX; i++) {
+	for (; k < n && m < PREFETCH_MAX; k++) {
+		size_t i = ord ? ord[k] : k;
 		const struct queen_push_item *it = &items[i];
 
 		if (!it->queue || strcmp(it->queue, c->qr.name) != 0 ||
-		    strcmp(it->partition ? it->partition :
-					   QUEEN_DEFAULT_PARTITION,
-			c->p.name) != 0)
+		    strcmp(item_part(it), c->p.name) != 0)
 			break;
 		tl = it->txid ? strlen(it->txid) : 0;
 		if (it->txid && (tl == 0 || tl > TXID_MAX))
 			break; /* the loop refuses it */
 		if (!it->txid && !res[i].gen_txid[0])
 			uuid_v7(q, res[i].gen_txid);
-		hash_txid(queen_push_txid(it, &res[i]), &h[k++]);
+		hash_txid(queen_push_txid(it, &res[i]), &h[m++]);
 	}
-	return k > 1 ?
-	    q->ops->txn_prefetch(q->st, c->p.id, h, k, c->p.txns_start) :
+	return m > 1 ?
+	    q->ops->txn_prefetch(q->st, c->p.id, h, m, c->p.txns_start) :
 	    0;
+}
+
+/*
+ * The order in which the loop takes the items: by queue, then partition,
+ * by name (as fs/ops_push.c orders a batch's publishes), the client's
+ * order kept within each.  Each partition's row is then locked once, and
+ * always in the same order, so that two handles pushing to the same
+ * partitions never wait for each other in a ring (on a server, a
+ * deadlock that fails one), and a partition's items are one run for the
+ * set-based appends however the client interleaved them.  NULL: the
+ * items are in that order already (or there was no memory for it, and
+ * they are taken as they came).
+ */
+struct ranked {
+	const struct queen_push_item *it;
+	size_t i;
+};
+
+static int
+item_cmp(const struct queen_push_item *a, const struct queen_push_item *b)
+{
+	int c = strcmp(a->queue, b->queue);
+
+	return c ? c : strcmp(item_part(a), item_part(b));
+}
+
+static int
+by_part(const void *a, const void *b)
+{
+	const struct ranked *x = a, *y = b;
+	int c = item_cmp(x->it, y->it);
+
+	return c ? c : x->i < y->i ? -1 : 1;
+}
+
+static size_t *
+push_order(const struct queen_push_item *items, size_t n)
+{
+	struct ranked *r;
+	size_t *ord, i;
+
+	for (i = 1; i < n && item_cmp(&items[i - 1], &items[i]) <= 0; i++)
+		;
+	if (i >= n || !(r = malloc(n * sizeof(*r))))
+		return NULL;
+	if (!(ord = malloc(n * sizeof(*ord)))) {
+		free(r);
+		return NULL;
+	}
+	for (i = 0; i < n; i++)
+		r[i] = (struct ranked){ &items[i], i };
+	qsort(r, n, sizeof(*r), by_part);
+	for (i = 0; i < n; i++)
+		ord[i] = r[i].i;
+	free(r);
+	return ord;
 }
 
 /* 0 and *off when txid is inside the partition's dedup window. */
@@ -149,41 +211,40 @@ push_run(struct queen *q, const struct queen_push_item *items, size_t n,
 {
 	struct pushctx c;
 	int64_t now = queen_now(q);
-	size_t i;
-	int rc = 0;
+	size_t i, k, *ord;
+	int rc = 0, dup_at = -1;
 
 	memset(&c, 0, sizeof(c));
 	memset(res, 0, n * sizeof(*res));
 	if (dup_index)
 		*dup_index = -1;
+	/* what needs no store is refused, and the missing transactionIds
+	 * made, in the client's order */
 	for (i = 0; i < n; i++) {
 		const struct queen_push_item *it = &items[i];
+
+		if (!it->queue)
+			return queen_err(q, -EINVAL, "item %zu: no queue", i);
+		if (it->txid &&
+		    (it->txid[0] == '\0' || strlen(it->txid) > TXID_MAX))
+			return queen_err(q, -EINVAL,
+			    "item %zu: a transactionId is 1 to %d bytes", i,
+			    TXID_MAX);
+		if (!it->txid)
+			uuid_v7(q, res[i].gen_txid);
+	}
+	ord = push_order(items, n);
+	for (k = 0; k < n; k++) {
+		const struct queen_push_item *it = &items[i = ord ? ord[k] : k];
 		struct queen_push_result *r = &res[i];
 		struct hash128 h;
 		int64_t off, at;
 
-		if (!it->queue ||
-		    (rc = select_part(q, &c, it, r, nodedup)) != 0) {
-			if (!it->queue)
-				rc = queen_err(q, -EINVAL, "item %zu: no queue",
-				    i);
+		if ((rc = select_part(q, &c, it, r, nodedup)) != 0)
 			break;
-		}
-		if (i >= c.fetched && !nodedup &&
-		    (rc = prefetch(q, &c, items, i, n, res)) != 0)
+		if (k >= c.fetched && !nodedup &&
+		    (rc = prefetch(q, &c, items, ord, k, n, res)) != 0)
 			break;
-		if (it->txid) {
-			size_t tl = strlen(it->txid);
-
-			if (tl == 0 || tl > TXID_MAX) {
-				rc = queen_err(q, -EINVAL, "item %zu: a "
-				    "transactionId is 1 to %d bytes", i,
-				    TXID_MAX);
-				break;
-			}
-		} else if (!r->gen_txid[0]) {
-			uuid_v7(q, r->gen_txid);
-		}
 		if ((int64_t)it->len > c.qr.conf.max_message_bytes) {
 			rc = queen_err(q, -EFBIG, "item %zu: %zu bytes is over "
 			    "max_message_bytes (%lld) of queue '%s'", i,
@@ -200,19 +261,22 @@ push_run(struct queen *q, const struct queen_push_item *items, size_t n,
 			r->offset = off;
 			c.p.duplicates++;
 			c.dirty = true;
-			if (create_excl) {
-				if (dup_index)
-					*dup_index = (int)i;
-				rc = queen_err(q, -EEXIST, "'%.64s' is already "
-				    "in %s/%s (offset %lld)", queen_push_txid(it, r),
-				    c.qr.name, c.p.name, (long long)off);
-				break;
+			/* the call fails: the first duplicate in the client's
+			 * order is the one named, so the rest are looked at */
+			if (create_excl && (dup_at < 0 || i < (size_t)dup_at)) {
+				dup_at = (int)i;
+				queen_err(q, -EEXIST,
+				    "'%.64s' is already in %s/%s (offset %lld)",
+				    queen_push_txid(it, r), c.qr.name, c.p.name,
+				    (long long)off);
 			}
 			continue;
 		}
 		if (rc != -ENOENT)
 			break;
 		rc = 0;
+		if (dup_at >= 0)
+			continue;
 		at = now > c.p.last_push_at ? now : c.p.last_push_at;
 		off = c.p.tail + 1;
 		if (off > MAX_OFFSET) {
@@ -252,6 +316,12 @@ push_run(struct queen *q, const struct queen_push_item *items, size_t n,
 		c.dirty = true;
 		r->status = QUEEN_PUSH_QUEUED;
 		r->offset = off;
+	}
+	free(ord);
+	if (rc == 0 && dup_at >= 0) {
+		if (dup_index)
+			*dup_index = dup_at;
+		return -EEXIST;
 	}
 	if (rc == 0)
 		rc = flush_part(q, &c);

@@ -129,6 +129,79 @@ test_batch(void)
 	fix_close(&f);
 }
 
+/*
+ * Items interleaved over partitions are taken a partition at a time (in
+ * name order, so that every handle locks partitions in one order), and
+ * what the client sees keeps its own order: each item's answer at its
+ * index, each partition's offsets in the order its items came, the
+ * transactionIds made in item order, and of two refused items the first
+ * named.
+ */
+static void
+test_interleaved(void)
+{
+	enum { N = 30 };
+	struct fix f;
+	struct queen *q = fix_open(&f, "push-mix");
+	struct queen_push_item it[N];
+	struct queen_push_result r[N];
+	static const char *const part[3] = { "pc", "pa", "pb" };
+	int64_t last[3] = { 0, 0, 0 };
+	char made[2][QUEEN_ID_LEN + 1];
+	int i, bad = 0, gen = 0;
+
+	memset(it, 0, sizeof(it));
+	for (i = 0; i < N; i++) {
+		it[i].queue = Q;
+		it[i].partition = part[i % 3];
+		it[i].payload = part[i % 3];
+		it[i].len = 2;
+	}
+	is_int(queen_push(q, it, N, false, r), 0,
+	    "mix: %d items over 3 "
+	    "partitions",
+	    N);
+	for (i = 0; i < N; i++) {
+		bad += r[i].status != QUEEN_PUSH_QUEUED ||
+		    r[i].offset != last[i % 3] + 1;
+		last[i % 3] = r[i].offset;
+		gen += i > 0 && strcmp(r[i - 1].gen_txid, r[i].gen_txid) >= 0;
+	}
+	snprintf(made[0], sizeof(made[0]), "%s", r[0].gen_txid);
+	snprintf(made[1], sizeof(made[1]), "%s", r[2].gen_txid);
+	is_int(bad, 0, "mix: each partition's offsets in the items' order");
+	is_int(gen, 0, "mix: the ids made sort in item order");
+	for (i = 0; i < 3; i++)
+		is_int(tail_of(q, Q, part[i]), N / 3, "mix: %s holds %d",
+		    part[i], N / 3);
+	ok(strcmp(r[0].partition_uuid, r[3].partition_uuid) == 0 &&
+		strcmp(r[0].partition_uuid, r[1].partition_uuid) != 0,
+	    "mix: each answer names its item's partition");
+	it[7].txid = "";
+	it[4].txid = "";
+	is_int(queen_push(q, it, N, false, r), -EINVAL,
+	    "mix: two empty transactionIds refused");
+	ok(strstr(queen_errmsg(q), "item 4:") != NULL,
+	    "mix: the first of them named (%s)", queen_errmsg(q));
+	is_int(tail_of(q, Q, "pa"), N / 3, "mix: nothing stored");
+	/* exclusive: of two duplicates, the first in item order named */
+	memset(it, 0, sizeof(it));
+	for (i = 0; i < 3; i++) {
+		it[i].queue = Q;
+		it[i].partition = part[i];
+		it[i].payload = "x";
+		it[i].len = 1;
+	}
+	it[0].txid = made[0]; /* in pc, taken last */
+	it[2].txid = made[1]; /* in pb, taken before pc */
+	is_int(queen_push(q, it, 3, true, r), -EEXIST,
+	    "mix: two items already there, exclusive: -EEXIST");
+	ok(strstr(queen_errmsg(q), made[0]) != NULL,
+	    "mix: the first of them named (%s)", queen_errmsg(q));
+	is_int(tail_of(q, Q, "pc"), N / 3, "mix: nothing stored");
+	fix_close(&f);
+}
+
 static int
 is_uuid(const char *s)
 {
@@ -432,6 +505,7 @@ main(void)
 	plan_lazy();
 	test_single();
 	test_batch();
+	test_interleaved();
 	test_generated_txid();
 	test_dedup();
 	test_delay();
