@@ -487,6 +487,8 @@ int parse_time(const char *s, int64_t *ms);
 
 /* queue.c */
 int queue_load(struct queen *q, const char *name, struct queue_row *out);
+/* -EINVAL, and why: a queue's, partition's (what) name that is not one */
+int bad_name(struct queen *q, const char *what, const char *name);
 int queue_ensure(struct queen *q, const char *name, struct queue_row *out);
 int part_load(struct queen *q, const struct queue_row *qr, const char *name,
     bool create, struct part_row *out);

@@ -218,13 +218,18 @@ push_run(struct queen *q, const struct queen_push_item *items, size_t n,
 	memset(res, 0, n * sizeof(*res));
 	if (dup_index)
 		*dup_index = -1;
-	/* what needs no store is refused, and the missing transactionIds
-	 * made, in the client's order */
+	/* what needs no store is refused (a missing queue, a bad name or
+	 * transactionId), and the missing transactionIds made, in the
+	 * client's order */
 	for (i = 0; i < n; i++) {
 		const struct queen_push_item *it = &items[i];
 
 		if (!it->queue)
 			return queen_err(q, -EINVAL, "item %zu: no queue", i);
+		if (!queen_name_valid(it->queue))
+			return bad_name(q, "queue", it->queue);
+		if (!queen_name_valid(item_part(it)))
+			return bad_name(q, "partition", item_part(it));
 		if (it->txid &&
 		    (it->txid[0] == '\0' || strlen(it->txid) > TXID_MAX))
 			return queen_err(q, -EINVAL,

@@ -12,7 +12,7 @@
 
 static const struct queen_owner default_owner = { 0, 0, 0755 };
 
-static int
+int
 bad_name(struct queen *q, const char *what, const char *name)
 {
 	return queen_err(q, -EINVAL, "invalid %s name '%.64s': use 1-255 "

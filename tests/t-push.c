@@ -183,6 +183,13 @@ test_interleaved(void)
 	    "mix: two empty transactionIds refused");
 	ok(strstr(queen_errmsg(q), "item 4:") != NULL,
 	    "mix: the first of them named (%s)", queen_errmsg(q));
+	it[4].txid = it[7].txid = NULL;
+	it[8].partition = ".dot";
+	it[5].partition = "sp ace";
+	is_int(queen_push(q, it, N, false, r), -EINVAL,
+	    "mix: two bad partition names refused");
+	ok(strstr(queen_errmsg(q), "'sp ace'") != NULL,
+	    "mix: the first of them named (%s)", queen_errmsg(q));
 	is_int(tail_of(q, Q, "pa"), N / 3, "mix: nothing stored");
 	/* exclusive: of two duplicates, the first in item order named */
 	memset(it, 0, sizeof(it));
