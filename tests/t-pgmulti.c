@@ -1028,7 +1028,12 @@ test_push_probe(void)
 	int64_t k0, k1, h0, h1 = -1;
 	int i, round, d, dups = 0, fails = 0;
 	bool dup = false;
+	struct queen_batch *b = NULL;
+	struct queen_ack_item ai[100];
+	struct queen_ack_result ar[100];
 
+	memset(ai, 0, sizeof(ai));
+	memset(ar, 0, sizeof(ar));
 	is_int((int)sql_value(&f,
 		   "ALTER TABLE txns SET (autovacuum_enabled = off)"),
 	    0, "probe: autovacuum off on txns");
@@ -1075,6 +1080,32 @@ test_push_probe(void)
 		ok(k1 - k0 < 100, "probe: %s: %lld rows of txns_pkey read",
 		    when, (long long)(k1 - k0));
 	}
+	/* and an ack of 100 looks its hashes up the same way */
+	is_int(pop1(q, "probe", NULL, NULL, 100, &b), 0, "probe: 100 leased");
+	for (i = 0; b && i < (int)b->n && i < 100; i++) {
+		ai[i].txid = b->msgs[i].txid;
+		ai[i].queue = "probe";
+		ai[i].lease_id = b->lease_id;
+		ai[i].status = "completed";
+	}
+	usleep(1200 * 1000);
+	push1(q, "elsewhere", NULL, "e2", "x");
+	usleep(1200 * 1000);
+	k0 = index_stat(&f, "txns_pkey", "idx_tup_read");
+	h0 = index_stat(&f, "txns_hash", "idx_scan");
+	h1 = -1;
+	ok(i == 100 && queen_ack(q, ai, 100, ar) == 0 && ar[99].success,
+	    "probe: the 100 acked in one call");
+	queen_batch_free(b);
+	for (i = 0; i < 150 && h1 < h0 + 100; i++) {
+		usleep(100 * 1000);
+		h1 = index_stat(&f, "txns_hash", "idx_scan");
+	}
+	k1 = index_stat(&f, "txns_pkey", "idx_tup_read");
+	ok(h1 >= h0 + 100, "probe: ack: txns_hash probed for each (%lld)",
+	    (long long)(h1 - h0));
+	ok(k1 - k0 < 100, "probe: ack: %lld rows of txns_pkey read",
+	    (long long)(k1 - k0));
 	fix_close(&f);
 }
 
