@@ -978,6 +978,39 @@ test_dlq_lookup(void)
 }
 
 /*
+ * The index statistics of txns once the backend has reported what came
+ * before (it reports when it goes idle a second after its last report):
+ * idx_tup_read of its primary key, idx_scan of its (hash, id) index.
+ */
+static void
+txns_stats_now(struct fix *f, struct queen *q, int64_t *pkey, int64_t *hash)
+{
+	static int n;
+	char txid[16];
+
+	snprintf(txid, sizeof(txid), "e%d", ++n);
+	usleep(1200 * 1000);
+	push1(q, "elsewhere", NULL, txid, "x");
+	usleep(1200 * 1000);
+	*pkey = index_stat(f, "txns_pkey", "idx_tup_read");
+	*hash = index_stat(f, "txns_hash", "idx_scan");
+}
+
+/* the same once at least want probes of (hash, id) have been reported */
+static void
+txns_stats_after(struct fix *f, int64_t want, int64_t *pkey, int64_t *hash)
+{
+	int i;
+
+	*hash = -1;
+	for (i = 0; i < 150 && *hash < want; i++) {
+		usleep(100 * 1000);
+		*hash = index_stat(f, "txns_hash", "idx_scan");
+	}
+	*pkey = index_stat(f, "txns_pkey", "idx_tup_read");
+}
+
+/*
  * n new items into queue probe (transactionIds PREFIX and the numbers from
  * first) and, with old, one of the fill (f01234) last; *dups: how many
  * were duplicates.
@@ -1025,7 +1058,7 @@ test_push_probe(void)
 	enum { FILL = 4000 };
 	struct fix f;
 	struct queen *q = fix_open(&f, "pgm-probe");
-	int64_t k0, k1, h0, h1 = -1;
+	int64_t k0, k1, h0, h1;
 	int i, round, d, dups = 0, fails = 0;
 	bool dup = false;
 	struct queen_batch *b = NULL;
@@ -1049,34 +1082,22 @@ test_push_probe(void)
 		if (round)
 			is_int((int)sql_value(&f, "ANALYZE txns"), 0,
 			    "probe: txns analyzed");
-		usleep(1200 * 1000);
-		push1(q, "elsewhere", NULL, "e1", "x");
-		usleep(1200 * 1000);
-		k0 = index_stat(&f, "txns_pkey", "idx_tup_read");
-		h0 = index_stat(&f, "txns_hash", "idx_scan");
-		h1 = -1;
+		txns_stats_now(&f, q, &k0, &h0);
 		is_int(probe_push(q, round ? "s" : "r", 0, 499, true, &d), 0,
 		    "probe: %s: 499 new ones and one of the fill pushed", when);
 		is_int(d, 1, "probe: %s: the one of the fill a duplicate",
 		    when);
-		/* and one push at a time, new names and one of the fill (its 43rd) */
+		/* one push at a time: new names, and the fill's 43rd */
 		is_int(pushn(q, "probe", NULL, round ? "u" : "t", 10), 0,
 		    "probe: %s: 10 pushed one by one", when);
 		is_int(push_ex(q, "probe", NULL, "f00042", "x", false, &dup),
-		    43,
-		    "probe: %s: a fill's name pushed again is its "
-		    "offset",
+		    43, "probe: %s: a fill's name pushed again: its offset",
 		    when);
 		ok(dup, "probe: %s: as a duplicate", when);
-		for (i = 0; i < 150 && h1 < h0 + 511; i++) {
-			usleep(100 * 1000);
-			h1 = index_stat(&f, "txns_hash", "idx_scan");
-		}
-		k1 = index_stat(&f, "txns_pkey", "idx_tup_read");
+		txns_stats_after(&f, h0 + 511, &k1, &h1);
 		ok(h1 >= h0 + 511,
-		    "probe: %s: txns_hash probed for each "
-		    "(%lld probes)",
-		    when, (long long)(h1 - h0));
+		    "probe: %s: txns_hash probed for each (%lld)", when,
+		    (long long)(h1 - h0));
 		ok(k1 - k0 < 100, "probe: %s: %lld rows of txns_pkey read",
 		    when, (long long)(k1 - k0));
 	}
@@ -1088,20 +1109,11 @@ test_push_probe(void)
 		ai[i].lease_id = b->lease_id;
 		ai[i].status = "completed";
 	}
-	usleep(1200 * 1000);
-	push1(q, "elsewhere", NULL, "e2", "x");
-	usleep(1200 * 1000);
-	k0 = index_stat(&f, "txns_pkey", "idx_tup_read");
-	h0 = index_stat(&f, "txns_hash", "idx_scan");
-	h1 = -1;
+	txns_stats_now(&f, q, &k0, &h0);
 	ok(i == 100 && queen_ack(q, ai, 100, ar) == 0 && ar[99].success,
 	    "probe: the 100 acked in one call");
 	queen_batch_free(b);
-	for (i = 0; i < 150 && h1 < h0 + 100; i++) {
-		usleep(100 * 1000);
-		h1 = index_stat(&f, "txns_hash", "idx_scan");
-	}
-	k1 = index_stat(&f, "txns_pkey", "idx_tup_read");
+	txns_stats_after(&f, h0 + 100, &k1, &h1);
 	ok(h1 >= h0 + 100, "probe: ack: txns_hash probed for each (%lld)",
 	    (long long)(h1 - h0));
 	ok(k1 - k0 < 100, "probe: ack: %lld rows of txns_pkey read",
