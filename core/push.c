@@ -289,11 +289,8 @@ push_run(struct queen *q, const struct queen_push_item *items, size_t n,
 			    c.p.name);
 			break;
 		}
-		rc = q->ops->msg_append(q->st, c.p.id, off, at,
-		    queen_push_txid(it, r), it->trace_id, it->payload,
-		    it->len, &h);
-		if (rc != 0)
-			break;
+		/* before the append: on a server both go out with the
+		 * next statement, and the appends after it then go as one */
 		if (!c.woken) {
 			/* announced only when a group had read the partition
 			 * to its end (or it held nothing): a reader waits for
@@ -315,6 +312,11 @@ push_run(struct queen *q, const struct queen_push_item *items, size_t n,
 			rc = 0;
 			c.woken = true;
 		}
+		rc = q->ops->msg_append(q->st, c.p.id, off, at,
+		    queen_push_txid(it, r), it->trace_id, it->payload, it->len,
+		    &h);
+		if (rc != 0)
+			break;
 		fresh_mark(q, c.p.id, off);
 		c.p.tail = off;
 		c.p.last_push_at = at;
