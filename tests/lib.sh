@@ -798,11 +798,16 @@ test_check_extras_ () {
 	return $tce_rc_
 }
 
-# fd 5: the TAP stream, also while a case's output goes to case.out
+# fd 5: the TAP stream, also while a case's output goes to case.out.
+# A script whose reader is gone (prove killed first) stops at its next
+# line of TAP, and cleans up: by default that write's SIGPIPE would kill
+# it on the spot, its daemons running and its mounts left behind.  Its
+# last words, to that pipe, then fail quietly.
 exec 5>&1
-trap 'cleanup_ >&5' EXIT
-trap 'diag "interrupted" >&5; exit 130' INT
-trap 'diag "terminated" >&5; exit 143' TERM
+trap 'trap "" PIPE; cleanup_ >&5' EXIT
+trap 'trap "" PIPE; exit 141' PIPE
+trap 'trap "" PIPE; diag "interrupted" >&5; exit 130' INT
+trap 'trap "" PIPE; diag "terminated" >&5; exit 143' TERM
 
 # q_init NAME: create queue NAME, set Q to its path.
 q_init () {
