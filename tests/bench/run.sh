@@ -305,20 +305,26 @@ fi
 # 1000 rows by one set-based INSERT, batchd.sql the work of queenfs's
 # api/push of 1000: the partition row, the dedup probes of 1000 new
 # hashes (16 bytes spread as xxHash spreads them), then 1000 messages
-# and their 1000 hash rows by one INSERT
+# and their 1000 hash rows by one INSERT, cycle.sql push.sql's push, a
+# lease of it and its ack (a cursor row per partition), one transaction
+# each
 pgb_setup () {
 	"$PG_BIN/psql" -X -q -h "$PGDIR" -U postgres -d postgres \
 	    -v ON_ERROR_STOP=1 >"$TMP/pgb-setup.log" 2>&1 <<-EOF || return 1
 	CREATE SCHEMA pgb;
 	CREATE TABLE pgb.partitions (id BIGINT PRIMARY KEY,
 	    tail BIGINT NOT NULL, last_push_at BIGINT NOT NULL);
-	INSERT INTO pgb.partitions SELECT g, 0, 0 FROM generate_series(1, 3) g;
+	INSERT INTO pgb.partitions SELECT g, 0, 0 FROM generate_series(1, 4) g;
 	CREATE TABLE pgb.messages (id BIGINT PRIMARY KEY,
 	    created_at BIGINT NOT NULL, txid BYTEA NOT NULL, trace_id BYTEA,
 	    payload BYTEA NOT NULL);
 	CREATE TABLE pgb.txns (id BIGINT PRIMARY KEY, hash BYTEA NOT NULL,
 	    created_at BIGINT NOT NULL);
 	CREATE INDEX ON pgb.txns (hash, id);
+	CREATE TABLE pgb.cursors (partition_id BIGINT PRIMARY KEY,
+	    committed BIGINT NOT NULL, lease_id TEXT,
+	    lease_expires_at BIGINT NOT NULL);
+	INSERT INTO pgb.cursors VALUES (4, 0, NULL, 0);
 	EOF
 	cat >"$TMP/pgb-push.sql" <<-\EOF
 	BEGIN;
@@ -337,6 +343,19 @@ pgb_setup () {
 	UPDATE pgb.partitions SET tail = tail + 1000, last_push_at = 1 WHERE id = 3 RETURNING tail \gset
 	SELECT count(*) FROM (SELECT DISTINCT int8send(hashint8extended(:tail - g, 1)) || int8send(hashint8extended(:tail - g, 2)) AS h FROM generate_series(0, 999) g) u CROSS JOIN LATERAL (SELECT 1 FROM pgb.txns WHERE hash = u.h AND id >= 2000000000000 LIMIT 1) t;
 	WITH v AS (SELECT 2000000000000 + :tail - g AS id, int8send(hashint8extended(:tail - g, 1)) || int8send(hashint8extended(:tail - g, 2)) AS hash FROM generate_series(0, 999) g), m AS (INSERT INTO pgb.messages (id, created_at, txid, payload) SELECT id, 1, convert_to('d' || id, 'UTF8'), convert_to(repeat('x', 200), 'UTF8') FROM v) INSERT INTO pgb.txns (id, hash, created_at) SELECT id, hash, 1 FROM v;
+	END;
+	EOF
+	cat >"$TMP/pgb-cycle.sql" <<-\EOF
+	BEGIN;
+	UPDATE pgb.partitions SET tail = tail + 1, last_push_at = 1 WHERE id = 4 RETURNING tail \gset
+	INSERT INTO pgb.messages (id, created_at, txid, payload) VALUES (3000000000000 + :tail, 1, convert_to('c' || :tail, 'UTF8'), convert_to(repeat('x', 200), 'UTF8'));
+	END;
+	BEGIN;
+	UPDATE pgb.cursors SET lease_id = 'l' || :tail, lease_expires_at = 1 WHERE partition_id = 4 AND lease_id IS NULL RETURNING committed \gset
+	SELECT payload FROM pgb.messages WHERE id = 3000000000000 + :committed + 1;
+	END;
+	BEGIN;
+	UPDATE pgb.cursors SET committed = committed + 1, lease_id = NULL WHERE partition_id = 4;
 	END;
 	EOF
 	# $TMP/pgb SCRIPT CLIENTS [MSGS_PER_TX]: pgbench SCRIPT for the
@@ -644,6 +663,7 @@ rep_pg () {
 		fig pgb.push4 "$TMP/pgb" push 4
 		fig pgb.batch1 "$TMP/pgb" batch 1 1000
 		fig pgb.batchd1 "$TMP/pgb" batchd 1 1000
+		fig pgb.cycle1 "$TMP/pgb" cycle 1
 	fi
 	if $PG; then
 		for n in 1 2 4; do
@@ -884,7 +904,7 @@ fi
 if test "$BENCH_PG" = 1; then
 	say ""
 	say "queenfs on PostgreSQL $("$PG_BIN/postgres" --version 2>/dev/null | awk '{ print $3 }') (private cluster on a unix socket, fsync on, --sync full = synchronous_commit on), beside pgbench on the same cluster and SQLite sync full"
-	say "pgbench push: BEGIN, UPDATE of one partition row RETURNING its tail, INSERT of one 200-byte message row, COMMIT (-M prepared, one partition, as a push to one queue); batch: the same with one INSERT ... SELECT of 1000 rows; batch with hash rows: api/push's work, the partition row, 1000 dedup probes of the (hash, id) index, 1000 message rows and 1000 hash rows in one INSERT"
+	say "pgbench push: BEGIN, UPDATE of one partition row RETURNING its tail, INSERT of one 200-byte message row, COMMIT (-M prepared, one partition, as a push to one queue); batch: the same with one INSERT ... SELECT of 1000 rows; batch with hash rows: api/push's work, the partition row, 1000 dedup probes of the (hash, id) index, 1000 message rows and 1000 hash rows in one INSERT; cycle: that push, then a lease of it (the cursor row updated, the message read), then its ack (the cursor row updated), three transactions one after the other"
 	say "N daemons x P partitions: N mounts on one database and schema, one loading process each (1 thread), at once; the figure is their total"
 	say ""
 	say "| figure | queenfs + PostgreSQL | reference | ratio | target | met? |"
@@ -894,6 +914,7 @@ if test "$BENCH_PG" = 1; then
 	R "push, 4 producers, 1 daemon" pg.push4 "pgbench push, 4 clients" pgb.push4 ""
 	R "push, 4 producers, 1 daemon" pg.push4 "SQLite sync full" f.push4 "r>=0.4"
 	R "push, 4 producers, 1 daemon" pg.push4 "" - "v>=4000"
+	R "cycle 1+1, 1 daemon" pg.qc11 "pgbench cycle, 1 client" pgb.cycle1 ""
 	R "cycle 1+1, 1 daemon" pg.qc11 "SQLite sync full" f.qc11 "v>=600"
 	R "api/push 1000 items/request, 1 client" pg.apipush "pgbench batch of 1000, 1 client" pgb.batch1 ""
 	R "api/push 1000 items/request, 1 client" pg.apipush "pgbench batch of 1000 with hash rows, 1 client" pgb.batchd1 "r>=0.8"
