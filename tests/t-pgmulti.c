@@ -1195,7 +1195,7 @@ test_push_order(void)
 
 	/* the queue and partitions exist: creating them is not the race */
 	for (i = 0; i < ORD_PARTS; i++) {
-		char p[8];
+		char p[16];
 
 		snprintf(p, sizeof(p), "o%d", i + 1);
 		push1(a, "ord", p, "warm", "x");
@@ -1209,7 +1209,7 @@ test_push_order(void)
 	is_int(x.disorder + y.disorder, 0,
 	    "order: each handle's offsets grow in every partition");
 	for (i = 0; i < ORD_PARTS; i++) {
-		char p[8];
+		char p[16];
 
 		snprintf(p, sizeof(p), "o%d", i + 1);
 		is_int(tail_of(a, "ord", p), 1 + 2 * ORD_ROUNDS,
