@@ -325,6 +325,7 @@ queen_batch_commit(struct queen *q)
 			atomic_fetch_add(&q->seq, 1);
 		q->npend = 0;
 		q->ops->rollback(q->st);
+		lease_moves(); /* its pops' leases are gone */
 		return storage_error(q, rc);
 	}
 	/* counted after the commit: a sync that reads seq covers it */
@@ -435,6 +436,7 @@ queen_batch_rollback(struct queen *q)
 	q->lazy = false;
 	q->npend = 0;
 	q->ops->rollback(q->st);
+	lease_moves(); /* its pops' leases are gone */
 }
 
 /*

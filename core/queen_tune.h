@@ -80,9 +80,11 @@ void queen_forget_reads(struct queen *q);
 /*
  * queen_lease_epoch - a count, for the whole process, of the calls made
  * through any handle that may end a lease or move what it holds (an
- * ack of any kind, a renewal, a seek), each counted as it starts; a
- * queue or group is removed only once it holds no live lease.  What a caller kept of a lease while the count
- * stayed the same still holds, but for the clock.
+ * ack of any kind, a renewal, a seek), each counted as it starts, and
+ * of the batches rolled back (their pops' leases never were); a queue
+ * or group is removed only once it holds no live lease.  What a caller
+ * read of the count before a pop, and kept of its lease while the count
+ * stayed the same, still holds, but for the clock.
  */
 uint64_t queen_lease_epoch(void);
 

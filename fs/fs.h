@@ -472,7 +472,7 @@ void lease_seen(const char *id, int64_t first);
 int64_t lease_first(const char *id);
 void lease_acked(const char *id, const char *txid);
 bool lease_known(const char *id, const char *txid);
-void lease_keep(struct queen_batch *b);
+void lease_keep(struct queen_batch *b, uint64_t epoch);
 bool lease_kept(const char *id, const char *queue, const char *group,
     int64_t now);
 struct msginfo;

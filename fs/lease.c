@@ -130,11 +130,12 @@ lease_seen(const char *id, int64_t first)
 }
 
 /*
- * Keep b, the answer of a pop here (lease_seen first), or free it.  Room
+ * Keep b, the answer of a pop here (lease_seen first), or free it: it
+ * answers while queen_lease_epoch is epoch, read before the pop.  Room
  * is made by dropping the oldest kept batches.
  */
 void
-lease_keep(struct queen_batch *b)
+lease_keep(struct queen_batch *b, uint64_t epoch)
 {
 	size_t bytes = 0;
 	int at;
@@ -151,7 +152,7 @@ lease_keep(struct queen_batch *b)
 			unkeep((lease_at + k) % LEASE_RING);
 		leases[at].kept = b;
 		leases[at].kept_bytes = bytes;
-		leases[at].kept_epoch = queen_lease_epoch();
+		leases[at].kept_epoch = epoch;
 		kept_total += bytes;
 		b = NULL;
 	}

@@ -69,6 +69,9 @@ pop_run(struct job *j, struct queen *q)
 	};
 	struct queen_batch *b = NULL;
 	int64_t wait = 30;
+	/* before the pop: an ack of its lease may start the moment it is
+	 * committed, before the answer is kept */
+	uint64_t epoch = queen_lease_epoch();
 
 	j->rc = queen_pop(q, &r, &b);
 	if (j->rc == -EAGAIN && !pj->h->nonblock) {
@@ -107,7 +110,7 @@ pop_run(struct job *j, struct queen *q)
 	if (b->lease_id[0])
 		lease_seen(b->lease_id, b->n ? b->msgs[0].offset : 0);
 	j->rc = format_batch(b, n->group != NULL, &pj->text, &pj->len);
-	lease_keep(b); /* what reading the lease back will ask for */
+	lease_keep(b, epoch); /* what reading the lease back asks for */
 }
 
 static void

@@ -1063,6 +1063,14 @@ test_lease_epoch(void)
 	e = queen_lease_epoch();
 	is_int(queen_seek(q, Q, G, NULL, QUEEN_POS_END, 0), 0, "epoch: a seek");
 	ok(queen_lease_epoch() > e, "epoch: a seek moves it");
+	/* a batch rolled back: the leases its pops handed out never were */
+	is_int(push1(q, Q, "p2", "e4", "x"), 1, "epoch: a push elsewhere");
+	is_int(queen_batch_begin(q, 0), 0, "epoch: a batch");
+	is_int(pop1(q, Q, "p2", NULL, 1, &b), 0, "epoch: a pop in it");
+	queen_batch_free(b);
+	e = queen_lease_epoch();
+	queen_batch_rollback(q);
+	ok(queen_lease_epoch() > e, "epoch: its rollback moves it");
 	fix_close(&f);
 }
 
