@@ -40,30 +40,12 @@ item_part(const struct queen_push_item *it)
 	return it->partition ? it->partition : QUEEN_DEFAULT_PARTITION;
 }
 
-/*
- * The dedup hash of an item, for the store's push_ahead hint: NULL when
- * its transactionId is one the loop refuses.  Generates a missing one.
- */
-static const struct hash128 *
-ahead_hash(struct queen *q, const struct queen_push_item *it,
-    struct queen_push_result *r, struct hash128 *h)
-{
-	size_t tl = it->txid ? strlen(it->txid) : 0;
-
-	if (it->txid && (tl == 0 || tl > TXID_MAX))
-		return NULL;
-	if (!it->txid && !r->gen_txid[0])
-		uuid_v7(q, r->gen_txid);
-	hash_txid(queen_push_txid(it, r), h);
-	return h;
-}
-
 static int
 select_part(struct queen *q, struct pushctx *c,
     const struct queen_push_item *it, struct queen_push_result *r, bool nodedup)
 {
 	const char *queue = it->queue, *partition = it->partition;
-	const struct hash128 *hp;
+	const struct hash128 *hp = NULL;
 	struct hash128 h;
 	int rc;
 
@@ -77,9 +59,12 @@ select_part(struct queen *q, struct pushctx *c,
 	c->have = false;
 	c->woken = false;
 	c->fetched = 0;
-	if (q->ops->push_ahead && queen_name_valid(queue) &&
-	    queen_name_valid(partition)) {
-		hp = nodedup ? NULL : ahead_hash(q, it, r, &h);
+	/* the names and transactionId are good (push_run's first pass) */
+	if (q->ops->push_ahead) {
+		if (!nodedup) {
+			hash_txid(queen_push_txid(it, r), &h);
+			hp = &h;
+		}
 		if ((rc = q->ops->push_ahead(q->st, queue, partition, hp)) != 0)
 			return rc;
 	}
@@ -105,7 +90,7 @@ prefetch(struct queen *q, struct pushctx *c,
     struct queen_push_result *res)
 {
 	struct hash128 h[PREFETCH_MAX];
-	size_t m = 0, tl;
+	size_t m = 0;
 
 	c->fetched = k + PREFETCH_MAX;
 	/* an empty partition too: the items' own appends are what the
@@ -116,14 +101,9 @@ prefetch(struct queen *q, struct pushctx *c,
 		size_t i = ord ? ord[k] : k;
 		const struct queen_push_item *it = &items[i];
 
-		if (!it->queue || strcmp(it->queue, c->qr.name) != 0 ||
+		if (strcmp(it->queue, c->qr.name) != 0 ||
 		    strcmp(item_part(it), c->p.name) != 0)
 			break;
-		tl = it->txid ? strlen(it->txid) : 0;
-		if (it->txid && (tl == 0 || tl > TXID_MAX))
-			break; /* the loop refuses it */
-		if (!it->txid && !res[i].gen_txid[0])
-			uuid_v7(q, res[i].gen_txid);
 		hash_txid(queen_push_txid(it, &res[i]), &h[m++]);
 	}
 	return m > 1 ?
