@@ -256,13 +256,14 @@ struct store_ops {
 	 * the store may read them at once and answer those asks from it */
 	int (*txn_find_many)(struct store *st, int64_t part_id,
 	    const struct hash128 *h, size_t n, int64_t lo, int64_t hi);
-	/* optional: a push to queue's partition part (dedup hash h, or
-	 * NULL) is about to read the queue's row, the partition's (locked
-	 * in a transaction) and h in its dedup window; the store may read
-	 * them in one go and answer those reads from it.  A hint: 0 also
-	 * when something is missing (the reads then say so) */
+	/* optional: a push to queue's partition part (dedup hash h[0], or
+	 * h NULL) is about to read the queue's row, the partition's (locked
+	 * in a transaction) and h[0] in its dedup window, then (n > 1) to
+	 * ask txn_prefetch about h[0..n-1]; the store may read them in one
+	 * go and answer those reads from it.  A hint: 0 also when
+	 * something is missing (the reads then say so) */
 	int (*push_ahead)(struct store *st, const char *queue, const char *part,
-	    const struct hash128 *h);
+	    const struct hash128 *h, size_t n);
 	/* optional, the same for a call about to read a queue's row and
 	 * then its group's (a pop); ready: and then, if the group exists,
 	 * cursor_ready(its id, now - the queue's delay, -1, 0, now) */

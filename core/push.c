@@ -40,17 +40,50 @@ item_part(const struct queen_push_item *it)
 	return it->partition ? it->partition : QUEEN_DEFAULT_PARTITION;
 }
 
+/* the order of the items' partitions: by queue, then name */
+static int
+item_cmp(const struct queen_push_item *a, const struct queen_push_item *b)
+{
+	int c = strcmp(a->queue, b->queue);
+
+	return c ? c : strcmp(item_part(a), item_part(b));
+}
+
+/* hashes looked up in one go ahead of a run of pushes to one partition */
+#define PREFETCH_MAX 1024
+
+/*
+ * The dedup hashes of the run of items from the k-th on (in the order
+ * the loop takes them, ord) that go to the k-th's partition, up to
+ * PREFETCH_MAX of them: their number.
+ */
+static size_t
+run_hashes(const struct queen_push_item *items, const size_t *ord, size_t k,
+    size_t n, struct queen_push_result *res, struct hash128 *h)
+{
+	const struct queen_push_item *first = &items[ord ? ord[k] : k];
+	size_t m = 0;
+
+	for (; k < n && m < PREFETCH_MAX; k++) {
+		size_t i = ord ? ord[k] : k;
+
+		if (item_cmp(&items[i], first) != 0)
+			break;
+		hash_txid(queen_push_txid(&items[i], &res[i]), &h[m++]);
+	}
+	return m;
+}
+
+/* the k-th item's partition in c, its queue's row and its own read */
 static int
 select_part(struct queen *q, struct pushctx *c,
-    const struct queen_push_item *it, struct queen_push_result *r, bool nodedup)
+    const struct queen_push_item *items, const size_t *ord, size_t k, size_t n,
+    struct queen_push_result *res, bool nodedup)
 {
-	const char *queue = it->queue, *partition = it->partition;
-	const struct hash128 *hp = NULL;
-	struct hash128 h;
+	const struct queen_push_item *it = &items[ord ? ord[k] : k];
+	const char *queue = it->queue, *partition = item_part(it);
 	int rc;
 
-	if (!partition)
-		partition = QUEEN_DEFAULT_PARTITION;
 	if (c->have && strcmp(c->qr.name, queue) == 0 &&
 	    strcmp(c->p.name, partition) == 0)
 		return 0;
@@ -59,13 +92,14 @@ select_part(struct queen *q, struct pushctx *c,
 	c->have = false;
 	c->woken = false;
 	c->fetched = 0;
-	/* the names and transactionId are good (push_run's first pass) */
+	/* the names and transactionId are good (push_run's first pass);
+	 * the run's hashes go along, for prefetch's ask that follows */
 	if (q->ops->push_ahead) {
-		if (!nodedup) {
-			hash_txid(queen_push_txid(it, r), &h);
-			hp = &h;
-		}
-		if ((rc = q->ops->push_ahead(q->st, queue, partition, hp)) != 0)
+		struct hash128 h[PREFETCH_MAX];
+		size_t m = nodedup ? 0 : run_hashes(items, ord, k, n, res, h);
+
+		if ((rc = q->ops->push_ahead(q->st, queue, partition,
+			 m ? h : NULL, m)) != 0)
 			return rc;
 	}
 	if ((rc = queue_ensure(q, queue, &c->qr)) != 0)
@@ -76,13 +110,10 @@ select_part(struct queen *q, struct pushctx *c,
 	return 0;
 }
 
-/* hashes looked up in one go ahead of a run of pushes to one partition */
-#define PREFETCH_MAX 1024
-
 /*
- * The dedup lookups of the run of items from the k-th on (in the order
- * the loop takes them, ord) that go to c's partition, asked of the store
- * at once where it can (a server: one round trip instead of one an item).
+ * The dedup lookups of the run of items from the k-th on that go to c's
+ * partition, asked of the store at once where it can (a server: one
+ * round trip instead of one an item).
  */
 static int
 prefetch(struct queen *q, struct pushctx *c,
@@ -90,22 +121,14 @@ prefetch(struct queen *q, struct pushctx *c,
     struct queen_push_result *res)
 {
 	struct hash128 h[PREFETCH_MAX];
-	size_t m = 0;
+	size_t m;
 
 	c->fetched = k + PREFETCH_MAX;
 	/* an empty partition too: the items' own appends are what the
 	 * lookups after the first would ask about */
 	if (!q->ops->txn_prefetch || c->qr.conf.dedup_window <= 0)
 		return 0;
-	for (; k < n && m < PREFETCH_MAX; k++) {
-		size_t i = ord ? ord[k] : k;
-		const struct queen_push_item *it = &items[i];
-
-		if (strcmp(it->queue, c->qr.name) != 0 ||
-		    strcmp(item_part(it), c->p.name) != 0)
-			break;
-		hash_txid(queen_push_txid(it, &res[i]), &h[m++]);
-	}
+	m = run_hashes(items, ord, k, n, res, h);
 	return m > 1 ?
 	    q->ops->txn_prefetch(q->st, c->p.id, h, m, c->p.txns_start) :
 	    0;
@@ -126,14 +149,6 @@ struct ranked {
 	const struct queen_push_item *it;
 	size_t i;
 };
-
-static int
-item_cmp(const struct queen_push_item *a, const struct queen_push_item *b)
-{
-	int c = strcmp(a->queue, b->queue);
-
-	return c ? c : strcmp(item_part(a), item_part(b));
-}
 
 static int
 by_part(const void *a, const void *b)
@@ -225,7 +240,8 @@ push_run(struct queen *q, const struct queen_push_item *items, size_t n,
 		struct hash128 h;
 		int64_t off, at;
 
-		if ((rc = select_part(q, &c, it, r, nodedup)) != 0)
+		if ((rc = select_part(q, &c, items, ord, k, n, res, nodedup)) !=
+		    0)
 			break;
 		if (k >= c.fetched && !nodedup &&
 		    (rc = prefetch(q, &c, items, ord, k, n, res)) != 0)
@@ -358,7 +374,7 @@ queen_push_is_dup(struct queen *q, const char *queue, const char *partition,
 		hash_txid(txid, &h);
 	if (q->ops->push_ahead && txid && txid[0] && queen_name_valid(queue) &&
 	    partition && queen_name_valid(partition) &&
-	    (rc = q->ops->push_ahead(q->st, queue, partition, &h)) != 0)
+	    (rc = q->ops->push_ahead(q->st, queue, partition, &h, 1)) != 0)
 		return rc;
 	if ((rc = queue_load(q, queue, &qr)) != 0)
 		return rc;

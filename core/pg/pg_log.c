@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <xxhash.h>
+
 #include "pg_store.h"
 
 /* ---- prefetched hashes ---- */
@@ -93,8 +95,8 @@ pf_absent(const struct store *s, int64_t pid, const struct hash128 *h,
  * notes them.  The hashes go as one binary bytea[].
  */
 /* The n hashes as one binary bytea[] (*len bytes), to free; NULL: ENOMEM. */
-static unsigned char *
-hash_array(const struct hash128 *h, size_t n, size_t *len)
+unsigned char *
+pg_hash_array(const struct hash128 *h, size_t n, size_t *len)
 {
 	unsigned char *arr, *p;
 	size_t i;
@@ -144,7 +146,7 @@ pg_txn_find_many(struct store *s, int64_t pid, const struct hash128 *h,
 		hi = MAX_OFFSET;
 	if (n < 2 || n > 65536 || lo > hi)
 		return 0;
-	if (!(arr = hash_array(h, n, &len)))
+	if (!(arr = pg_hash_array(h, n, &len)))
 		return -ENOMEM;
 	a_int(&a, PB(pid) + lo);
 	a_int(&a, PB(pid) + hi);
@@ -183,19 +185,12 @@ pg_txn_find_many(struct store *s, int64_t pid, const struct hash128 *h,
 	return 0;
 }
 
-int
-pg_txn_prefetch(struct store *s, int64_t pid, const struct hash128 *h, size_t n,
-    int64_t lo)
+/* Make room in s->pf for n hashes, emptied. */
+static int
+pf_reset(struct store *s, size_t n, int64_t pid, int64_t lo)
 {
-	struct args a = { 0 };
-	unsigned char *arr;
-	size_t cap, i, len;
-	PGresult *r;
-	int rc;
+	size_t cap;
 
-	pg_prefetch_end(s);
-	if (!s->in_tx || n == 0 || n > 4096)
-		return 0;
 	for (cap = 16; cap < 4 * n; cap *= 2)
 		;
 	if (cap > s->pf.cap) {
@@ -206,7 +201,42 @@ pg_txn_prefetch(struct store *s, int64_t pid, const struct hash128 *h, size_t n,
 		s->pf.set = v;
 		s->pf.cap = cap;
 	}
-	if (!(arr = hash_array(h, n, &len)))
+	memset(s->pf.set, 0, s->pf.cap * sizeof(*s->pf.set));
+	s->pf.n = 0;
+	s->pf.pid = pid;
+	s->pf.lo = lo < 1 ? 1 : lo;
+	s->pf.asked = 0;
+	return 0;
+}
+
+/* what a prefetch of these n hashes was: see pg_prefetch_ahead */
+static uint64_t
+asked_digest(const struct hash128 *h, size_t n)
+{
+	return XXH3_64bits(h, n * sizeof(*h)) | 1;
+}
+
+int
+pg_txn_prefetch(struct store *s, int64_t pid, const struct hash128 *h, size_t n,
+    int64_t lo)
+{
+	struct args a = { 0 };
+	unsigned char *arr;
+	size_t i, len;
+	PGresult *r;
+	int rc;
+
+	/* asked already, along with the partition's row (push_ahead) */
+	if (s->pf.pid != 0 && s->pf.pid == pid &&
+	    s->pf.lo == (lo < 1 ? 1 : lo) &&
+	    s->pf.asked == asked_digest(h, n)) {
+		s->pf.asked = 0;
+		return 0;
+	}
+	pg_prefetch_end(s);
+	if (!s->in_tx || n == 0 || n > PG_PREFETCH_MAX)
+		return 0;
+	if (!(arr = pg_hash_array(h, n, &len)))
 		return -ENOMEM;
 	if (lo < 1)
 		lo = 1;
@@ -217,10 +247,10 @@ pg_txn_prefetch(struct store *s, int64_t pid, const struct hash128 *h, size_t n,
 	free(arr);
 	if (!r)
 		return rc;
-	memset(s->pf.set, 0, s->pf.cap * sizeof(*s->pf.set));
-	s->pf.n = 0;
-	s->pf.pid = pid;
-	s->pf.lo = lo;
+	if ((rc = pf_reset(s, n, pid, lo)) != 0) {
+		PQclear(r);
+		return rc;
+	}
 	for (i = 0; i < (size_t)PQntuples(r) && s->pf.pid; i++) {
 		struct hash128 g;
 
@@ -230,6 +260,55 @@ pg_txn_prefetch(struct store *s, int64_t pid, const struct hash128 *h, size_t n,
 		pf_put(s, &g);
 	}
 	PQclear(r);
+	return 0;
+}
+
+static uint32_t
+get32(const unsigned char *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+	    (uint32_t)p[2] << 8 | p[3];
+}
+
+/*
+ * The answer of a prefetch of the n hashes h in pid from lo up that
+ * went along with the partition's locked read (push_ahead): found, the
+ * binary bytea[] of those present (len bytes; NULL: none).  Kept as
+ * txn_prefetch's would be, for the txn_prefetch of the same hashes
+ * that follows, which then asks nothing.  A malformed array keeps
+ * nothing (that txn_prefetch asks again).
+ */
+int
+pg_prefetch_ahead(struct store *s, int64_t pid, int64_t lo,
+    const struct hash128 *h, size_t n, const unsigned char *found, size_t len)
+{
+	size_t i, k, at;
+	int rc;
+
+	pg_prefetch_end(s);
+	if ((rc = pf_reset(s, n, pid, lo)) != 0)
+		return rc;
+	if (found) {
+		/* dimensions, NULLs, element type, then a size and lower
+		 * bound a dimension: one of bytea */
+		if (len < 20 || get32(found) != 1 || get32(found + 12) > n) {
+			pg_prefetch_end(s);
+			return 0;
+		}
+		k = get32(found + 12);
+		for (i = 0, at = 20; i < k && s->pf.pid; i++, at += 20) {
+			struct hash128 g;
+
+			if (at + 20 > len || get32(found + at) != 16) {
+				pg_prefetch_end(s);
+				return 0;
+			}
+			memcpy(g.b, found + at + 4, 16);
+			pf_put(s, &g);
+		}
+	}
+	if (s->pf.pid)
+		s->pf.asked = asked_digest(h, n);
 	return 0;
 }
 

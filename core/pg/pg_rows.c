@@ -935,15 +935,21 @@ pg_ack_ahead(struct store *s, const char *uuid, const char *group)
  * the hash rows may be those of the statement's start: the window's
  * answer is kept only if the newest hash row read is the partition's
  * tail (every message has one), i.e. nothing was appended unseen.
+ * In a transaction, the hashes after the first (of the pushes to come
+ * into the partition) are looked for in the same statement, and kept
+ * as txn_prefetch's answer under the same condition.
  */
 int
 pg_push_ahead(struct store *s, const char *queue, const char *part,
-    const struct hash128 *h)
+    const struct hash128 *h, size_t n)
 {
 	struct args a = { 0 };
+	unsigned char *arr = NULL;
+	enum stmt id = locked(s, ST_PUSH_AHEAD);
 	PGresult *r;
 	int64_t base;
-	bool whole;
+	size_t len;
+	bool whole, more;
 	int rc;
 
 	a_text(&a, queue);
@@ -952,14 +958,26 @@ pg_push_ahead(struct store *s, const char *queue, const char *part,
 		a_bytes(&a, h->b, sizeof(h->b));
 	else
 		a_null(&a);
-	if (!(r = exec(s, locked(s, ST_PUSH_AHEAD), &a, &rc)))
+	/* the hashes of the pushes after the first: txn_prefetch's read,
+	 * in this round trip, where a transaction holds the lock */
+	more = h && n > 1 && n <= PG_PREFETCH_MAX && id != ST_PUSH_AHEAD;
+	if (more && !(arr = pg_hash_array(h, n, &len)))
+		return -ENOMEM;
+	if (more) {
+		a_bytes(&a, arr, len);
+		id = ST_PUSH_AHEAD_MANY;
+	}
+	r = exec(s, id, &a, &rc);
+	free(arr);
+	if (!r)
 		return rc;
+	rc = 0;
 	if (PQntuples(r) == 1) {
 		read_queue(r, 0, 0, &s->ahead.q);
 		read_part(r, 0, 21, &s->ahead.p);
 		ahead_mark(s);
 		s->ahead.hq = s->ahead.hp = true;
-		s->ahead.plock = locked(s, ST_PUSH_AHEAD) != ST_PUSH_AHEAD;
+		s->ahead.plock = id != ST_PUSH_AHEAD;
 		base = PB(s->ahead.p.id);
 		whole = s->ahead.p.tail < s->ahead.p.txns_start ||
 		    col_int(r, 0, 33) == base + s->ahead.p.tail;
@@ -973,9 +991,16 @@ pg_push_ahead(struct store *s, const char *queue, const char *part,
 				s->ahead.off = col_int(r, 0, 31) - base;
 			s->ahead.at = col_int(r, 0, 32);
 		}
+		if (more && whole && s->ahead.q.conf.dedup_window > 0)
+			rc = pg_prefetch_ahead(s, s->ahead.p.id,
+			    s->ahead.p.txns_start, h, n,
+			    PQgetisnull(r, 0, 34) ?
+				NULL :
+				(const unsigned char *)PQgetvalue(r, 0, 34),
+			    (size_t)PQgetlength(r, 0, 34));
 	}
 	PQclear(r);
-	return 0;
+	return rc;
 }
 
 /*

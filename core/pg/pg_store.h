@@ -35,7 +35,7 @@ enum stmt {
 	ST_CUR_LIST_PART_LK, ST_CUR_WAKE, ST_CUR_DEL_GROUP, ST_CUR_MIN,
 	ST_CUR_LEASE_ROWS, ST_LEASE_AHEAD, ST_LEASE_AHEAD_LK, ST_LEASE_FIRST,
 	ST_CUR_REPAIR, ST_PUSH_AHEAD,
-	ST_PUSH_AHEAD_LK, ST_POP_AHEAD, ST_POP_READY, ST_ACK_AHEAD, ST_FIND_AHEAD,
+	ST_PUSH_AHEAD_LK, ST_PUSH_AHEAD_MANY, ST_POP_AHEAD, ST_POP_READY, ST_ACK_AHEAD, ST_FIND_AHEAD,
 	ST_MSG_APPEND, ST_MSG_APPEND_MANY, ST_TXN_APPEND, ST_MSG_SCAN, ST_MSG_SCAN_META,
 	ST_MSG_TIME, ST_MSG_NEXT, ST_MSG_COUNT, ST_MSG_PURGE,
 	ST_MSG_DELETE_PART,
@@ -99,6 +99,8 @@ struct pend {
 	bool prepare;     /* its Parse, not its run */
 	const char *text; /* a literal */
 };
+/* the most hashes one prefetch asks about */
+#define PG_PREFETCH_MAX 4096
 /* past this many, a Sync goes out before the next statement */
 #define PEND_MAX 1024
 /* buffered appends go out at the next statement, or at this many */
@@ -165,6 +167,10 @@ struct store {
 		int64_t pid, lo;
 		struct hash128 *set; /* open addressing; all-zero: empty */
 		size_t cap, n;
+		/* read along with the partition (pg_prefetch_ahead): the
+		 * digest of the hashes asked, for the txn_prefetch of them
+		 * that follows (0: none) */
+		uint64_t asked;
 	} pf;
 	/* rows read along with a lease or ahead of a push (pg_rows.c),
 	 * which the lookups that follow may take from here until the next
@@ -299,7 +305,7 @@ int pg_part_list(struct store *s, int64_t qid, const char *from, part_row_cb cb,
     void *arg);
 int pg_cursor_repair(struct store *s, int64_t now, int64_t *woken);
 int pg_push_ahead(struct store *s, const char *queue, const char *part,
-    const struct hash128 *h);
+    const struct hash128 *h, size_t n);
 int pg_pop_ahead(struct store *s, const char *queue, const char *group,
     int64_t now, bool ready);
 void pg_ready_drop(struct store *s);
@@ -360,6 +366,9 @@ int pg_txn_prefetch(struct store *s, int64_t pid, const struct hash128 *h,
 int pg_txn_find_many(struct store *s, int64_t pid, const struct hash128 *h,
     size_t n, int64_t lo, int64_t hi);
 void pg_prefetch_end(struct store *s);
+unsigned char *pg_hash_array(const struct hash128 *h, size_t n, size_t *len);
+int pg_prefetch_ahead(struct store *s, int64_t pid, int64_t lo,
+    const struct hash128 *h, size_t n, const unsigned char *found, size_t len);
 int pg_append_flush(struct store *s);
 void pg_append_drop(struct store *s);
 int pg_txn_time(struct store *s, int64_t pid, int64_t off, int64_t *at);
