@@ -1623,17 +1623,33 @@ pg_sync(struct store *s)
 	 */
 	/* committed (and flushed) before the answer, which names the
 	 * oldest xid running when it began: it covers the commits of that
-	 * one's elders.  The session's setting goes with the first. */
-	r = PQexec(s->syncc,
-	    s->sync_set ? SYNC_SQL : "SET synchronous_commit = on; " SYNC_SQL);
+	 * one's elders.  The session's setting, and the statement prepared
+	 * (not planned again each time), go first in a new session. */
+	if (!s->sync_set) {
+		bool ok;
+
+		r = PQexec(s->syncc, "SET synchronous_commit = on");
+		ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+		PQclear(r);
+		if (ok) {
+			r = PQprepare(s->syncc, "queen_sync", SYNC_SQL, 0,
+			    NULL);
+			ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+			PQclear(r);
+		}
+		atomic_fetch_add(&s->sync_trips, 2);
+		if (!ok)
+			return -ENOTCONN;
+		s->sync_set = true;
+	}
+	r = PQexecPrepared(s->syncc, "queen_sync", 0, NULL, NULL, NULL, 0);
 	atomic_fetch_add(&s->sync_trips, 1);
 	/* the server keeps its own WAL safe (a failed flush there is a
 	 * PANIC and a restart): a failure here is never lost pages of ours */
 	if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
 		rc = -ENOTCONN;
 	} else {
-		s->sync_set = true;
-		/* PQexec answers in text, not in the binary of col_int */
+		/* answered in text, not in the binary of col_int */
 		flushed_upto(s, strtoll(PQgetvalue(r, 0, 0), NULL, 10));
 	}
 	PQclear(r);
