@@ -649,6 +649,11 @@ rep_pg () {
 		figrt pg 1 pg.qc11 "$L" qcycle "$PGQ/qc11" -p 1 -c 1 -d "$DUR"
 		$API && figrt pg 0.001 pg.apipush "$L" apipush "$TMP/pg.mnt" \
 		    -q api -d "$DUR"
+		# the same with a client that checks its answers without
+		# parsing them: what is left beside the server when the
+		# client's JSON costs next to nothing (pgbench has none)
+		$API && figrt pg 0.001 pg.apipushx "$L" apipush "$TMP/pg.mnt" \
+		    -q apix -x -d "$DUR"
 	fi
 	if $HPG; then
 		figrt pg 1 pg.hpush8 "$B/http-load" "$P_HPG" push 8 "$DUR" 1 php8
@@ -919,6 +924,7 @@ if test "$BENCH_PG" = 1; then
 	R "api/push 1000 items/request, 1 client" pg.apipush "pgbench batch of 1000, 1 client" pgb.batch1 ""
 	R "api/push 1000 items/request, 1 client" pg.apipush "pgbench batch of 1000 with hash rows, 1 client" pgb.batchd1 "r>=0.8"
 	R "api/push 1000 items/request, 1 client" pg.apipush "SQLite sync full" f.apipush "v>=40000"
+	R "api/push 1000 items/request, 1 client, answers scanned not parsed" pg.apipushx "pgbench batch of 1000 with hash rows, 1 client" pgb.batchd1 "r>=0.8"
 	R "HTTP push 1 item, 8 conns" pg.hpush8 "SQLite sync full, HTTP" h.push1c8 ""
 	R "HTTP pop 100 + batch ack, 1 conn" pg.hpopack100 "SQLite sync full, HTTP" h.popack100 ""
 	for p in 1 8; do
@@ -945,6 +951,7 @@ if test "$BENCH_PG" = 1; then
 	rt "push, 4 producers" pg.push4 "<= 2"
 	rt "cycle 1+1 (push, pop, read, ack)" pg.qc11 "<= 12"
 	rt "api/push, per request of 1000 items" pg.apipush ""
+	rt "api/push, per request, answers scanned" pg.apipushx ""
 	rt "HTTP push of 1 item" pg.hpush8 ""
 	rt "HTTP pop of 100 and their batch ack" pg.hpopack100 ""
 fi
