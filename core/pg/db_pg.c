@@ -114,8 +114,11 @@
  * at every run (0.1-0.25 ms of the server's CPU each, more than the
  * statement's own run); from a subquery it is sized 10 in both, and the
  * generic plan, the same nested loop of index probes, is kept after five.
+ * HASHES_OF(p): the distinct hashes of parameter p, as h.hash.
  */
-#define ARRAY_ARG(p) "(SELECT " p "::bytea[])"
+/* clang-format off */
+#define HASHES_OF(p) \
+	"(SELECT DISTINCT hash FROM unnest((SELECT " p "::bytea[])) u(hash)) h"
 #define PUSH_AHEAD_COLS(more) \
 	"SELECT " QUEUE_Q_COLS ", " PART_P_COLS \
 	", d.id, d.created_at, t.id" more \
@@ -127,17 +130,13 @@
 	"DESC LIMIT 1) t ON true WHERE q.name = $1"
 #define PUSH_AHEAD PUSH_AHEAD_COLS("")
 /* and those of the hashes $4 the partition holds from txns_start up */
-#define PUSH_AHEAD_MANY \
-	PUSH_AHEAD_COLS( \
-	    ", (SELECT array_agg(h.hash) " \
-	    "FROM (SELECT DISTINCT hash FROM unnest(" ARRAY_ARG( \
-		"$4") ") " \
-		      "u(hash)) h " \
-		      "CROSS JOIN LATERAL (SELECT 1 FROM txns WHERE hash = " \
-		      "h.hash AND " \
-		      "id >= " SHIFT_P \
-		      " + greatest(p.txns_start, 1) AND id < " SHIFT_P1 \
-		      " LIMIT 1) x)")
+#define PUSH_AHEAD_MANY_COL \
+	", (SELECT array_agg(h.hash) FROM " HASHES_OF("$4") \
+	" CROSS JOIN LATERAL (SELECT 1 FROM txns WHERE hash = h.hash " \
+	"AND id >= " SHIFT_P " + greatest(p.txns_start, 1) " \
+	"AND id < " SHIFT_P1 " LIMIT 1) x)"
+#define PUSH_AHEAD_MANY PUSH_AHEAD_COLS(PUSH_AHEAD_MANY_COL)
+/* clang-format on */
 /*
  * Ahead of a lookup of a message by name: the queue (columns from 0),
  * the partition (21), the newest row of the hash in [head, tail] (31,
@@ -475,14 +474,13 @@ static const struct stmt_def sql[ST__N] = {
 	 * span's ids instead, 250 ms for 1000 hashes in a partition of
 	 * 20,000 messages, growing with it.
 	 */
+	/* clang-format off */
 	[ST_TXN_FIND_MANY] = { "txn_find_many",
-	    "SELECT h.hash, t.id, t.created_at "
-	    "FROM (SELECT DISTINCT hash FROM unnest(" ARRAY_ARG(
-		"$3") ") "
-		      "u(hash)) h "
-		      "CROSS JOIN LATERAL (SELECT id, created_at FROM txns "
-		      "WHERE hash = h.hash AND id >= $1 AND id <= $2 "
-		      "ORDER BY id LIMIT 1) t" },
+	    "SELECT h.hash, t.id, t.created_at FROM " HASHES_OF("$3")
+	    " CROSS JOIN LATERAL (SELECT id, created_at FROM txns "
+	    "WHERE hash = h.hash AND id >= $1 AND id <= $2 "
+	    "ORDER BY id LIMIT 1) t" },
+	/* clang-format on */
 	/*
 	 * lo key, hi key, hashes (bytea[]): those with a row, one probe of
 	 * txns_hash each, as above.  Written as `WHERE EXISTS`, both the
@@ -491,14 +489,12 @@ static const struct stmt_def sql[ST__N] = {
 	 * of 20,000 messages, 73 ms at 63,000, growing with it (a LIMIT
 	 * keeps the probe a nested loop).
 	 */
+	/* clang-format off */
 	[ST_TXN_PREFETCH] = { "txn_prefetch",
-	    "SELECT h.hash "
-	    "FROM (SELECT DISTINCT hash FROM unnest(" ARRAY_ARG(
-		"$3") ") "
-		      "u(hash)) h "
-		      "CROSS JOIN LATERAL (SELECT 1 FROM txns "
-		      "WHERE hash = h.hash AND id >= $1 AND id <= $2 LIMIT 1) "
-		      "t" },
+	    "SELECT h.hash FROM " HASHES_OF("$3")
+	    " CROSS JOIN LATERAL (SELECT 1 FROM txns "
+	    "WHERE hash = h.hash AND id >= $1 AND id <= $2 LIMIT 1) t" },
+	/* clang-format on */
 	/* key */
 	[ST_TXN_TIME] = { "txn_time",
 	    "SELECT created_at FROM txns WHERE id = $1" },
