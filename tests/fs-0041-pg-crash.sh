@@ -29,11 +29,6 @@ test_expect_success 'three more daemons on the same schema; a queue of four part
 # the producer and the consumer of each mount: tests/qload.py
 QLOAD="$TEST_DIRECTORY/qload.py"
 
-# rand N: a number in 0..N-1
-rand () {
-	od -An -N2 -tu2 /dev/urandom | awk -v n="$1" '{ print $1 % n }'
-}
-
 test_expect_success "a producer and a consumer per mount; $CRASH_CYCLES kill -9 of a random daemon" '
 	rm -f stop &&
 	hung= &&
@@ -50,9 +45,9 @@ test_expect_success "a producer and a consumer per mount; $CRASH_CYCLES kill -9 
 	i=0 &&
 	while test $i -lt $CRASH_CYCLES; do
 		i=$((i + 1)) &&
-		victim=$(echo b c d | cut -d" " -f$(( $(rand 3) + 1 ))) &&
-		ms=$(( $(rand 1500) + 200 )) &&
-		sleep $(awk -v m=$ms "BEGIN { print m / 1000 }") &&
+		victim=$(echo b c d | cut -d" " -f$(( $(random_below 3) + 1 ))) &&
+		ms=$(( $(random_below 1500) + 200 )) &&
+		sleep_ms $ms &&
 		before=$(cat pushed.* | wc -l) &&
 		echo "cycle $i: kill -9 the daemon of $victim after $ms ms" &&
 		{ kill9_extra $victim || hung="$hung $victim"; } &&

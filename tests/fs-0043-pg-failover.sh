@@ -109,9 +109,9 @@ test_expect_success 'producers and consumers on both mounts; the primary stops, 
 	pgpair_crash_primary &&
 	echo "primary stopped (immediate): pushed $(count "pushed.*"), acked $(count "acked.*")" &&
 	# no read-write host for 0.2 to 2 s
-	ms=$(od -An -N2 -tu2 /dev/urandom | awk "{ print \$1 % 1800 + 200 }") &&
+	ms=$(( $(random_below 1800) + 200 )) &&
 	echo "promoting the standby after $ms ms" &&
-	sleep $(awk -v m=$ms "BEGIN { print m / 1000 }") &&
+	sleep_ms $ms &&
 	pgpair_promote &&
 	echo "standby promoted: pushed $(count "pushed.*"), acked $(count "acked.*")" &&
 	pa0=$(count pushed.a) && pb0=$(count pushed.b) && k0=$(count "acked.*") &&

@@ -27,8 +27,10 @@ test_expect_success 'a second daemon on the same schema; a queue' '
 # The client: request r is the items r-0 .. r-39, item i into p(i % 4);
 # a request answered with 40 "queued" goes to confirmed, one that failed
 # (the daemon killed under it, ENOTCONN while it is down) to tried.
+cp "$TEST_DIRECTORY/qapi_base.py" "$TRASH/" || exit 1
 cat >"$TRASH/apiload.py" <<\EOF
 import errno, json, os, sys, time
+from qapi_base import call_raw
 mnt, stop = sys.argv[1], sys.argv[2]
 r = 0
 with open("confirmed", "a") as conf, open("tried", "a") as tried:
@@ -36,24 +38,14 @@ with open("confirmed", "a") as conf, open("tried", "a") as tried:
         items = [{"queue": "mix", "partition": "p%d" % (i % 4),
                   "transactionId": "r%d-%d" % (r, i),
                   "payload": "payload of r%d-%d" % (r, i)} for i in range(40)]
-        body = json.dumps({"items": items}).encode()
         ok = False
         try:
-            fd = os.open(mnt + "/api/push", os.O_RDWR)
-            try:
-                os.write(fd, body)
-                ans = b""
-                while True:
-                    b = os.read(fd, 65536)
-                    if not b:
-                        break
-                    ans += b
-            finally:
-                os.close(fd)
-            res = json.loads(ans)
+            ans, _ = call_raw("push", json.dumps({"items": items}).encode(),
+                              mnt=mnt)
+            res = json.loads(ans) if ans is not None else None
             ok = (isinstance(res, list) and len(res) == 40 and
                   all(x.get("status") == "queued" for x in res))
-            if not ok:
+            if not ok and res is not None:
                 print("request %d answered %.200s" % (r, ans), file=sys.stderr)
         except OSError as e:
             # the daemon killed under the call, or down
@@ -70,11 +62,6 @@ with open("confirmed", "a") as conf, open("tried", "a") as tried:
         r += 1
 EOF
 
-# rand N: a number in 0..N-1
-rand () {
-	od -An -N2 -tu2 /dev/urandom | awk -v n="$1" '{ print $1 % n }'
-}
-
 test_expect_success "requests of 40 over 4 partitions; $CRASH_CYCLES kill -9 of their daemon" '
 	rm -f stop confirmed tried &&
 	{ "$PYTHON3" apiload.py "$TRASH/b" stop 2>load.err & } && lp=$! &&
@@ -83,8 +70,8 @@ test_expect_success "requests of 40 over 4 partitions; $CRASH_CYCLES kill -9 of 
 	i=0 &&
 	while test $i -lt $CRASH_CYCLES; do
 		i=$((i + 1)) &&
-		ms=$(( $(rand 400) + 20 )) &&
-		sleep $(awk -v m=$ms "BEGIN { print m / 1000 }") &&
+		ms=$(( $(random_below 400) + 20 )) &&
+		sleep_ms $ms &&
 		echo "cycle $i: kill -9 after $ms ms, $(wc -l <confirmed) confirmed" &&
 		kill9_extra b &&
 		remount_extra b &&

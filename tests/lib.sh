@@ -318,6 +318,16 @@ stat_of () {
 	sed -n "s/^$2 = //p" "$1"
 }
 
+# random_below N: a random number in 0..N-1 (N at most 65536).
+random_below () {
+	od -An -N2 -tu2 /dev/urandom | awk -v n="$1" '{ print $1 % n }'
+}
+
+# sleep_ms MS: sleep that many milliseconds.
+sleep_ms () {
+	sleep "$(awk -v m="$1" 'BEGIN { print m / 1000 }')"
+}
+
 # wait_until SECONDS 'shell condition': poll every 0.1 s.
 wait_until () {
 	wu_n_=$(($1 * 10))

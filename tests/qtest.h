@@ -19,20 +19,30 @@
  * Push one message, refused if excl and it is a duplicate; returns its
  * offset (>0), or a negative errno; *dup (if not NULL): it was one.
  */
-static inline int64_t
-push_ex(struct queen *q, const char *queue, const char *part,
-    const char *txid, const char *payload, bool excl, bool *dup)
+/* An item of a push: the strings are the caller's (payload NULL: "x"). */
+static inline struct queen_push_item
+push_item(const char *queue, const char *part, const char *txid,
+    const char *payload)
 {
 	struct queen_push_item it = { 0 };
-	struct queen_push_result r;
-	int rc;
 
-	memset(&r, 0, sizeof(r));
 	it.queue = queue;
 	it.partition = part;
 	it.txid = txid;
 	it.payload = payload ? payload : "x";
 	it.len = strlen(it.payload);
+	return it;
+}
+
+static inline int64_t
+push_ex(struct queen *q, const char *queue, const char *part, const char *txid,
+    const char *payload, bool excl, bool *dup)
+{
+	struct queen_push_item it = push_item(queue, part, txid, payload);
+	struct queen_push_result r;
+	int rc;
+
+	memset(&r, 0, sizeof(r));
 	rc = queen_push(q, &it, 1, excl, &r);
 	if (rc < 0)
 		return rc;

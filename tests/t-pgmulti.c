@@ -358,7 +358,6 @@ dup_child(struct fix *f, int fd, int start)
 
 	if (read(start, &c, 1) != 1)
 		return 2;
-	memset(it, 0, sizeof(it));
 	for (i = 0; !dup_many && i < NDUP; i++) {
 		snprintf(txid[0], sizeof(txid[0]), "same-%d", i);
 		rc = push_ex(q, "dupq", "p", txid[0], txid[0], false, &dup);
@@ -369,11 +368,7 @@ dup_child(struct fix *f, int fd, int start)
 	for (i = 0; dup_many && i < NDUP; i += DUP_BATCH) {
 		for (j = 0; j < DUP_BATCH; j++) {
 			snprintf(txid[j], sizeof(txid[j]), "same-%d", i + j);
-			it[j].queue = "dupm";
-			it[j].partition = "p";
-			it[j].txid = txid[j];
-			it[j].payload = txid[j];
-			it[j].len = strlen(txid[j]);
+			it[j] = push_item("dupm", "p", txid[j], txid[j]);
 		}
 		if (queen_push(q, it, DUP_BATCH, false, res) != 0)
 			return 3;
@@ -1179,14 +1174,9 @@ test_push_many_ahead(void)
 
 	is_int(push1(a, "many", "p", "old3", "x"), 1, "many: a first push");
 	is_int(push1(a, "many", "p", "old7", "x"), 2, "many: a second");
-	memset(it, 0, sizeof(it));
 	for (i = 0; i < N; i++) {
 		snprintf(txid[i], sizeof(txid[i]), "new%d", i);
-		it[i].queue = "many";
-		it[i].partition = "p";
-		it[i].txid = txid[i];
-		it[i].payload = "y";
-		it[i].len = 1;
+		it[i] = push_item("many", "p", txid[i], "y");
 	}
 	t = queen_round_trips(a);
 	is_int(queen_push(a, it, N, false, r), 0, "many: %d new ones in a call",
@@ -1244,17 +1234,12 @@ ord_thread(void *arg)
 	char txid[ORD_PARTS][32];
 	int k, i, p;
 
-	memset(it, 0, sizeof(it));
 	for (k = 0; k < ORD_ROUNDS; k++) {
 		for (i = 0; i < ORD_PARTS; i++) {
 			p = a->backwards ? ORD_PARTS - 1 - i : i;
 			snprintf(txid[i], sizeof(txid[i]), "%c%d-%d",
 			    a->backwards ? 'b' : 'f', k, p);
-			it[i].queue = "ord";
-			it[i].partition = part[p];
-			it[i].txid = txid[i];
-			it[i].payload = txid[i];
-			it[i].len = strlen(txid[i]);
+			it[i] = push_item("ord", part[p], txid[i], txid[i]);
 		}
 		if (queen_push(a->q, it, ORD_PARTS, false, r) != 0) {
 			if (a->failed++ == 0)
@@ -1319,14 +1304,9 @@ test_push_order(void)
 	}
 	for (i = 0; i < 3; i++)
 		push1(a, "ord", part[i], "warm", "x");
-	memset(it, 0, sizeof(it));
 	for (i = 0; i < MIX; i++) {
 		snprintf(txid[i], sizeof(txid[i]), "x%d", i);
-		it[i].queue = "ord";
-		it[i].partition = part[i % 3];
-		it[i].txid = txid[i];
-		it[i].payload = "x";
-		it[i].len = 1;
+		it[i] = push_item("ord", part[i % 3], txid[i], "x");
 	}
 	t = queen_round_trips(a);
 	is_int(queen_push(a, it, MIX, false, r), 0,
