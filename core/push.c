@@ -13,6 +13,9 @@
 
 #define TXID_MAX QUEEN_TXID_MAX
 
+/* hashes looked up in one go ahead of a run of pushes to one partition */
+#define PREFETCH_MAX 1024
+
 struct pushctx {
 	struct queue_row qr;
 	struct part_row p;
@@ -20,6 +23,11 @@ struct pushctx {
 	bool dirty;
 	bool woken;
 	size_t fetched; /* items up to here were prefetched */
+	/* the dedup hashes of the items hk .. hk + hn - 1 (in the loop's
+	 * order): made once, for the store's look-ahead, its prefetch and
+	 * the loop's own lookups */
+	size_t hk, hn;
+	struct hash128 *h; /* PREFETCH_MAX of them, not cleared */
 };
 
 static int
@@ -49,29 +57,41 @@ item_cmp(const struct queen_push_item *a, const struct queen_push_item *b)
 	return c ? c : strcmp(item_part(a), item_part(b));
 }
 
-/* hashes looked up in one go ahead of a run of pushes to one partition */
-#define PREFETCH_MAX 1024
-
 /*
  * The dedup hashes of the run of items from the k-th on (in the order
  * the loop takes them, ord) that go to the k-th's partition, up to
- * PREFETCH_MAX of them: their number.
+ * PREFETCH_MAX of them, in c->h (made once for a k): their number.
  */
 static size_t
-run_hashes(const struct queen_push_item *items, const size_t *ord, size_t k,
-    size_t n, struct queen_push_result *res, struct hash128 *h)
+run_hashes(struct pushctx *c, const struct queen_push_item *items,
+    const size_t *ord, size_t k, size_t n, struct queen_push_result *res)
 {
 	const struct queen_push_item *first = &items[ord ? ord[k] : k];
-	size_t m = 0;
+	size_t m = 0, j;
 
-	for (; k < n && m < PREFETCH_MAX; k++) {
-		size_t i = ord ? ord[k] : k;
+	if (c->hn > 0 && c->hk == k)
+		return c->hn;
+	for (j = k; j < n && m < PREFETCH_MAX; j++) {
+		size_t i = ord ? ord[j] : j;
 
 		if (item_cmp(&items[i], first) != 0)
 			break;
-		hash_txid(queen_push_txid(&items[i], &res[i]), &h[m++]);
+		hash_txid(queen_push_txid(&items[i], &res[i]), &c->h[m++]);
 	}
+	c->hk = k;
+	c->hn = m;
 	return m;
+}
+
+/* the k-th item's dedup hash, made by run_hashes if it was */
+static void
+item_hash(const struct pushctx *c, size_t k, const struct queen_push_item *it,
+    const struct queen_push_result *r, struct hash128 *h)
+{
+	if (c->hn > 0 && k >= c->hk && k - c->hk < c->hn)
+		*h = c->h[k - c->hk];
+	else
+		hash_txid(queen_push_txid(it, r), h);
 }
 
 /* the k-th item's partition in c, its queue's row and its own read */
@@ -95,11 +115,10 @@ select_part(struct queen *q, struct pushctx *c,
 	/* the names and transactionId are good (push_run's first pass);
 	 * the run's hashes go along, for prefetch's ask that follows */
 	if (q->ops->push_ahead) {
-		struct hash128 h[PREFETCH_MAX];
-		size_t m = nodedup ? 0 : run_hashes(items, ord, k, n, res, h);
+		size_t m = nodedup ? 0 : run_hashes(c, items, ord, k, n, res);
 
 		if ((rc = q->ops->push_ahead(q->st, queue, partition,
-			 m ? h : NULL, m)) != 0)
+			 m ? c->h : NULL, m)) != 0)
 			return rc;
 	}
 	if ((rc = queue_ensure(q, queue, &c->qr)) != 0)
@@ -120,7 +139,6 @@ prefetch(struct queen *q, struct pushctx *c,
     const struct queen_push_item *items, const size_t *ord, size_t k, size_t n,
     struct queen_push_result *res)
 {
-	struct hash128 h[PREFETCH_MAX];
 	size_t m;
 
 	c->fetched = k + PREFETCH_MAX;
@@ -128,9 +146,9 @@ prefetch(struct queen *q, struct pushctx *c,
 	 * lookups after the first would ask about */
 	if (!q->ops->txn_prefetch || c->qr.conf.dedup_window <= 0)
 		return 0;
-	m = run_hashes(items, ord, k, n, res, h);
+	m = run_hashes(c, items, ord, k, n, res);
 	return m > 1 ?
-	    q->ops->txn_prefetch(q->st, c->p.id, h, m, c->p.txns_start) :
+	    q->ops->txn_prefetch(q->st, c->p.id, c->h, m, c->p.txns_start) :
 	    0;
 }
 
@@ -205,11 +223,13 @@ push_run(struct queen *q, const struct queen_push_item *items, size_t n,
     int *dup_index)
 {
 	struct pushctx c;
+	struct hash128 hashes[PREFETCH_MAX];
 	int64_t now = queen_now(q);
 	size_t i, k, *ord;
 	int rc = 0, dup_at = -1;
 
 	memset(&c, 0, sizeof(c));
+	c.h = hashes;
 	memset(res, 0, n * sizeof(*res));
 	if (dup_index)
 		*dup_index = -1;
@@ -254,7 +274,7 @@ push_run(struct queen *q, const struct queen_push_item *items, size_t n,
 			break;
 		}
 		memcpy(r->partition_uuid, c.p.uuid, sizeof(r->partition_uuid));
-		hash_txid(queen_push_txid(it, r), &h);
+		item_hash(&c, k, it, r, &h);
 		rc = nodedup ? -ENOENT : find_dup(q, &c.qr.conf, &c.p, &h, now,
 		    &off);
 		if (rc == 0) {
