@@ -20,6 +20,7 @@ struct popctx {
 	int64_t visible;   /* messages pushed at or before this are visible */
 	int64_t batch;
 	bool auto_ack;
+	bool whole; /* the request's */
 	struct queen_batch *out;
 	int64_t last_at, last_pid;
 	int nrows;
@@ -63,7 +64,8 @@ expire_lease(struct popctx *x, const struct part_row *p, struct cursor_row *c)
 	return cursor_refresh(q, c);
 }
 
-/* Lease (or auto-ack) the next span of p: 1 taken, 0 nothing, <0 error. */
+/* Lease (or auto-ack) the next span of p: 1 taken, 0 nothing, <0 error;
+ * 1 and nothing taken when x->whole refuses it */
 static int
 take(struct popctx *x, const struct part_row *p, struct cursor_row *c)
 {
@@ -73,12 +75,18 @@ take(struct popctx *x, const struct part_row *p, struct cursor_row *c)
 
 	if (lease_live(c, x->now))
 		return 0;
+	if (x->whole && c->lease_id[0])
+		return 1; /* an expired lease: not this time (whole) */
 	if ((rc = expire_lease(x, p, c)) != 0)
 		return rc;
 	rc = batch_read(q, p, c->committed + 1, (size_t)x->batch, true,
 	    x->visible, &b);
 	if (rc != 0)
 		return rc;
+	if (x->whole && b->n > 0 && b->n < (size_t)x->batch) {
+		free(b);
+		return 1; /* what is not in the store could add to it */
+	}
 	if (b->n == 0) {
 		free(b);
 		if ((rc = cursor_refresh(q, c)) != 0)
@@ -171,6 +179,7 @@ queen_pop(struct queen *q, const struct queen_pop_req *req,
 		x.batch = QUEEN_BATCH_MAX;
 	x.auto_ack = req->auto_ack >= 0 ? req->auto_ack > 0 :
 	    group_eff(&qr, &g, 2) > 0;
+	x.whole = req->whole;
 	if (req->partition) {
 		if ((rc = part_load(q, &qr, req->partition, false, &p)) != 0)
 			goto out;

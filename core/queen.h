@@ -373,6 +373,10 @@ struct queen_pop_req {
 	const char *group;      /* NULL: queue mode */
 	int64_t batch;          /* 0: the group's or queue's config */
 	int auto_ack;           /* -1: config, 0 no, 1 yes */
+	/* take the span only if it fills the batch (and no expired lease
+	 * is in the way), else -EAGAIN: for a caller that knows of pushes
+	 * not yet in the store, which could have lengthened the span */
+	bool whole;
 };
 
 /*

@@ -80,6 +80,14 @@ static struct {
 	/* below: the token holder's */
 	struct job *waiters;
 	struct handle *polls;
+	/* publishes set aside for company (hold_take) */
+	struct job *held, **held_tail;
+	size_t held_n;
+	int64_t held_until;      /* us, mono_us(): when they run anyway */
+	int64_t pub_at, pub_gap; /* the last publish submitted, and the gap
+				  * before it (E.mu) */
+	int64_t hold_us, gap_us; /* the hold, and the gap below which
+				  * publishes are a stream */
 	uint64_t next_waiter_id;
 	int64_t last_tick, poll_due_min;
 	int evfd;               /* the store's, as last asked; -1: none now */
@@ -91,7 +99,10 @@ static struct {
 	struct watch *watches; /* the queues whose announcements we get */
 	bool watch_logged;
 	struct engine_counters c;
-} E = { .mu = PTHREAD_MUTEX_INITIALIZER, .kickfd = -1, .evfd = -1 };
+} E = { .mu = PTHREAD_MUTEX_INITIALIZER,
+	.kickfd = -1,
+	.evfd = -1,
+	.held_tail = &E.held };
 
 /* the readers' connection and its queue (NULL q: every job is E's) */
 static struct {
@@ -151,9 +162,101 @@ kick_locked(void)
 }
 
 static void run_batch(struct job *list);
+static struct job *hold_take(void);
+static bool hold_due(void);
 static int event_fd(int64_t now);
 static void tend_waiters(int64_t now);
 static int64_t next_wake(void);
+
+static int64_t
+mono_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/*
+ * Publishes held back.  On a shared store a commit costs round trips and
+ * a flush on the server, and a producer's close() does not wait for its
+ * publish (the spool holds it).  So publishes that come as a stream (each
+ * less than HOLD_GAP_US after the one before) wait up to HOLD_US for
+ * others to share their commit, and the pops and acks of leases that come
+ * meanwhile (job.pass) run first, on their own, rather than behind them
+ * or in a batch they make longer.  A pop among those takes a span only
+ * if it fills its batch (job.ahead: a publish held could lengthen a
+ * shorter one); one that takes nothing so is run again behind the
+ * publishes (run_batch).  So a read of `next` still gets what it would
+ * have had with every push whose close() returned before it in the store
+ * (order.c), as their pushes are newer than anything committed.
+ * Any other job (a listing, the lookup of a name still pending, a
+ * transaction) takes the held publishes along, ahead of it.  Nothing is
+ * held while a reader waits or a poll handle watches on this mount: they
+ * wait for a push.  With the token held (and E.mu for E.head).
+ */
+#define HOLD_US 2000
+#define HOLD_GAP_US 1000
+#define HOLD_MAX 64
+
+static bool
+hold_due(void)
+{
+	return E.held && (E.held_n >= HOLD_MAX || mono_us() >= E.held_until);
+}
+
+/* what to run next: the held publishes and the queue, or some of them;
+ * NULL when nothing is queued or only publishes that wait */
+static struct job *
+hold_take(void)
+{
+	struct job *list, *j, *nx, *pubs = NULL, **pt = &pubs;
+	struct job *rest = NULL, **rt = &rest;
+	bool other = false, was = E.held != NULL;
+	size_t n = 0;
+
+	*E.held_tail = E.head;
+	list = E.held;
+	E.held = NULL;
+	E.held_tail = &E.held;
+	E.head = NULL;
+	E.tail = &E.head;
+	if (!list || !R.q || E.stop || E.waiters || E.polls) {
+		E.held_n = 0;
+		return list;
+	}
+	for (j = list; j; j = nx) {
+		nx = j->next;
+		if (j->lock_cmp) {
+			*pt = j;
+			pt = &j->next;
+			n++;
+		} else {
+			other = other || !j->pass;
+			*rt = j;
+			rt = &j->next;
+		}
+	}
+	*pt = NULL;
+	*rt = NULL;
+	if (n && !was) {
+		bool stream = E.pub_gap < E.gap_us;
+
+		E.held_until = mono_us() + (stream ? E.hold_us : 0);
+		E.c.holds += stream;
+	}
+	E.held_n = n;
+	if (!n || other || n >= HOLD_MAX || mono_us() >= E.held_until) {
+		*pt = rest; /* all at once, the publishes first */
+		E.held_n = 0;
+		return pubs ? pubs : rest;
+	}
+	E.held = pubs;
+	E.held_tail = pt;
+	for (j = rest; j; j = j->next)
+		j->ahead = true;
+	return rest;
+}
 
 /*
  * With E.mu and the token held: run what is queued, batch after batch,
@@ -165,11 +268,11 @@ drain_locked(void)
 {
 	int64_t w;
 
-	while (E.head) {
-		struct job *list = E.head;
+	while (E.head || hold_due()) {
+		struct job *list = hold_take();
 
-		E.head = NULL;
-		E.tail = &E.head;
+		if (!list)
+			break; /* publishes held: next_wake says when */
 		pthread_mutex_unlock(&E.mu);
 		run_batch(list);
 		tend_waiters(fs_now());
@@ -263,6 +366,12 @@ engine_submit(struct job *j)
 	pthread_mutex_lock(&E.mu);
 	*E.tail = j;
 	E.tail = &j->next;
+	if (j->lock_cmp) {
+		int64_t t = mono_us();
+
+		E.pub_gap = t - E.pub_at;
+		E.pub_at = t;
+	}
 	/*
 	 * A RELEASE's publish is in line now: a later request that could
 	 * see it runs behind it here (a lookup of its name is sent here
@@ -698,6 +807,7 @@ run_batch(struct job *list)
 	int brc, crc = 0;
 	uint64_t n = 0, ticket = 0;
 	struct job *j, *nx, *later = NULL, **lt = &later;
+	struct job *again = NULL, **at = &again;
 
 	list = lock_order(list);
 	/* a batch of leases and reads alone need not wait for the disk,
@@ -764,7 +874,15 @@ run_batch(struct job *list)
 			notify_queue(j->notify[0] ? j->notify : NULL);
 	for (j = list; j; j = nx) {
 		nx = j->next;
-		if (j->wait && crc == 0) {
+		if (j->ahead && j->empty && E.held && crc == 0) {
+			/* it may want a publish held back: again, behind them */
+			j->pass = j->ahead = j->empty = j->wait = false;
+			j->rc = 0;
+			j->next = NULL;
+			*at = j;
+			at = &j->next;
+		} else if (j->wait && crc == 0) {
+			j->ahead = false;
 			park(j);
 		} else if (j->write) {
 			j->next = NULL;
@@ -777,6 +895,18 @@ run_batch(struct job *list)
 	for (j = hold_for_sync(ticket, later); j; j = nx) {
 		nx = j->next;
 		finish(j);
+	}
+	if (again) {
+		pthread_mutex_lock(&E.mu);
+		*at = E.head;
+		if (!E.head)
+			E.tail = at;
+		*E.held_tail = again;
+		E.head = E.held;
+		E.held = NULL;
+		E.held_tail = &E.held;
+		E.held_n = 0;
+		pthread_mutex_unlock(&E.mu);
 	}
 	watch_flush();
 }
@@ -859,6 +989,12 @@ next_wake(void)
 {
 	int64_t t = E.last_tick + TICK_MS;
 
+	if (E.held) {
+		int64_t d = fs_now() + (E.held_until - mono_us() + 999) / 1000;
+
+		if (d < t)
+			t = d;
+	}
 	for (struct job *w = E.waiters; w; w = w->next) {
 		if (w->deadline < t)
 			t = w->deadline;
@@ -1013,9 +1149,7 @@ engine_main(void *arg)
 		}
 		E.want = false;
 		E.busy = true;
-		list = E.head;
-		E.head = NULL;
-		E.tail = &E.head;
+		list = hold_take();
 		stop = E.stop;
 		pthread_mutex_unlock(&E.mu);
 		if (list) {
@@ -1062,6 +1196,7 @@ engine_start(struct queen *q, struct queen *rq)
 {
 	pthread_condattr_t ca;
 	int rc = queen_event_fd(q);
+	const char *t;
 
 	E.q = q;
 	R.q = rq;
@@ -1070,6 +1205,13 @@ engine_start(struct queen *q, struct queen *rq)
 	E.unsynced_tail = &E.unsynced;
 	E.last_tick = fs_now();
 	E.wake_at = E.last_tick + TICK_MS;
+	E.hold_us = HOLD_US;
+	E.gap_us = HOLD_GAP_US;
+	/* tests: every publish waits this long for company */
+	if ((t = getenv("QUEENFS_TEST_PUBLISH_HOLD_MS")) && atoi(t) > 0) {
+		E.hold_us = (int64_t)atoi(t) * 1000;
+		E.gap_us = INT64_MAX;
+	}
 	/* SQLite: -ENOTSUP.  Another store announces what other mounts
 	 * commit, on a descriptor the engine thread sleeps on */
 	if (rc != -ENOTSUP &&

@@ -201,6 +201,11 @@ struct job {
 			     * engine_submit */
 	bool reader;        /* reads the store and the node tree only: may
 			     * run on the readers' connection (engine.c) */
+	bool pass;          /* a pop or an ack, which may run before the
+			     * publishes held back (engine.c) */
+	bool ahead;         /* it runs so now: a pop takes only a whole
+			     * batch (queen_pop_req.whole) */
+	bool empty;         /* set by run: a pop that took nothing */
 	/* set by run: park as a waiter until deadline (ms) or a push */
 	bool wait;
 	int64_t deadline, due;
@@ -272,6 +277,7 @@ struct engine_counters {
 	uint64_t pushes, duplicates, acks, pops, commits, commit_jobs;
 	uint64_t commit_max, commit_failures, waiters;
 	uint64_t retries; /* waiters tried again (woken or due) */
+	uint64_t holds;   /* runs of publishes held back for company */
 };
 void engine_counters(struct engine_counters *out);
 uint64_t engine_reader_round_trips(void);

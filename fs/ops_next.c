@@ -65,7 +65,10 @@ pop_run(struct job *j, struct queen *q)
 	struct pop_job *pj = (struct pop_job *)j;
 	struct node *n = pj->h->node;
 	struct queen_pop_req r = {
-		.queue = n->queue, .group = n->group, .auto_ack = -1,
+		.queue = n->queue,
+		.group = n->group,
+		.auto_ack = -1,
+		.whole = j->ahead,
 	};
 	struct queen_batch *b = NULL;
 	int64_t wait = 30;
@@ -74,6 +77,7 @@ pop_run(struct job *j, struct queen *q)
 	uint64_t epoch = queen_lease_epoch();
 
 	j->rc = queen_pop(q, &r, &b);
+	j->empty = j->rc == -EAGAIN;
 	if (j->rc == -EAGAIN && !pj->h->nonblock) {
 		if (j->deadline == 0) {
 			queen_config_get(q, n->queue, n->group, "wait", &wait);
@@ -169,6 +173,7 @@ next_read(fuse_req_t req, struct handle *h, size_t size, off_t off)
 	}
 	pj->j.write = true;
 	pj->j.lazy = true;  /* a lease lost in a crash is granted again */
+	pj->j.pass = true;  /* it sees what it needs: see hold_take */
 	pj->h = h;
 	pj->size = size;
 	pj->off = off;

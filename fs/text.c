@@ -254,8 +254,9 @@ text_sys_stats(struct queen *q, const struct cred *who, char **out,
 	    (unsigned long long)c.retries,
 	    (unsigned long long)engine_reader_round_trips());
 	stage_counts(&staged, &stage_syncs);
-	fprintf(f, "staged = %llu\nstage_syncs = %llu\n",
-	    (unsigned long long)staged, (unsigned long long)stage_syncs);
+	fprintf(f, "staged = %llu\nstage_syncs = %llu\npublish_holds = %llu\n",
+	    (unsigned long long)staged, (unsigned long long)stage_syncs,
+	    (unsigned long long)c.holds);
 	return close_text(f, out, len, rc < 0 ? rc : 0);
 }
 

@@ -518,6 +518,59 @@ test_lease_read_msg(void)
 	fix_close(&f);
 }
 
+/* whole: a span that does not fill the batch is not taken, nor is a
+ * partition whose lease expired; what it then leaves is as it was */
+static int
+pop_whole(struct queen *q, const char *part, int64_t batch,
+    struct queen_batch **out)
+{
+	struct queen_pop_req r = { .queue = Q,
+		.partition = part,
+		.batch = batch,
+		.whole = true };
+
+	*out = NULL;
+	return queen_pop(q, &r, out);
+}
+
+static void
+test_whole(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "pop-whole");
+	struct queen_batch *b = NULL;
+	struct queen_stats st;
+
+	pushn(q, Q, NULL, "w", 2);
+	is_int(pop_whole(q, NULL, 3, &b), -EAGAIN,
+	    "whole: 2 messages do not fill a batch of 3");
+	ok(b == NULL, "whole: and nothing is handed back");
+	is_int(queen_stats_get(q, Q, NULL, &st), 0, "whole: stats");
+	is_int(st.leases, 0, "whole: no lease taken");
+	is_int(pop_whole(q, "default", 3, &b), -EAGAIN,
+	    "whole: nor from the partition named");
+	is_int(push1(q, Q, NULL, "w3", "w3") > 0, 1, "whole: a third");
+	if (pop_whole(q, NULL, 3, &b) == 0) {
+		is_int((int64_t)b->n, 3, "whole: then the batch is taken");
+		is_int(b->msgs[0].offset, 1, "whole: from the first");
+		queen_batch_free(b);
+	} else {
+		ok(0, "whole: pop of a full batch");
+	}
+	/* the lease runs out: the partition is skipped while whole */
+	pushn(q, Q, NULL, "x", 3);
+	f.now += 301 * SEC;
+	is_int(pop_whole(q, NULL, 3, &b), -EAGAIN,
+	    "whole: not past an expired lease");
+	if (pop1(q, Q, NULL, NULL, 3, &b) == 0)
+		is_int(b->msgs[0].offset, 1,
+		    "whole: a plain pop then takes the expired span again");
+	else
+		ok(0, "whole: plain pop after expiry");
+	queen_batch_free(b);
+	fix_close(&f);
+}
+
 int
 main(void)
 {
@@ -530,5 +583,6 @@ main(void)
 	test_expiry_and_renew();
 	test_lease_get_read_list();
 	test_lease_read_msg();
+	test_whole();
 	return done_testing();
 }

@@ -1,0 +1,151 @@
+#!/bin/sh
+# fs-0078-pg-publish-hold: publishes held back for company, on PostgreSQL
+# (run under tests/pg.sh).  A stream of publishes waits a moment for
+# others to share its commit, and the pops and acks of leases that come
+# meanwhile run ahead of it (fs/engine.c).  QUEENFS_TEST_PUBLISH_HOLD_MS
+# makes every publish wait that long, so that each case meets one held:
+# a read of `next` right after a push still gets it (non-blocking, with
+# `wait = 0`, in a group), and a batch takes the held pushes it has room
+# for (here b1 is in the store, since the read of the queue's stats took
+# it along, and b2 and b3 are held); a listing, a read by name and the stats count a push at once;
+# nothing is held while a reader waits on the mount; held pushes land in
+# order around an ack that went ahead of them; a clean unmount publishes
+# what it held (another mount reads it while the first is down), and
+# after a kill -9 the spool publishes them once.
+. "$(dirname "$0")/lib.sh"
+test -n "${QUEEN_TEST_PG:-}" ||
+	skip_all "QUEEN_TEST_PG is not set (run under tests/pg.sh)"
+QUEENFS_TEST_PUBLISH_HOLD_MS=400
+export QUEENFS_TEST_PUBLISH_HOLD_MS
+mount_queenfs_on "$(pg_uri "t0078_$$")"
+Q=$MNT/queues/h
+
+holds () {
+	stat_of "$MNT/sys/stats" publish_holds
+}
+
+# got OUT NAME: OUT is sysc's answer to a read of next, one lease of NAME
+got () {
+	test_is ok "$(sed -n 1p "$1")" "the read" &&
+	sed -n 2p "$1" | grep -q "^leased/[^/]*/$2\$" ||
+		{ echo "no lease of $2 in:"; cat "$1"; return 1; }
+}
+
+test_expect_success 'setup: a queue, and a second mount on the schema' '
+	mkdir "$Q" &&
+	printf "lease_time = 300\nwait = 5\n" >"$Q/config" &&
+	mount_extra b
+'
+
+test_expect_success 'a non-blocking read of next right after a push gets it' '
+	h0=$(holds) &&
+	for i in 1 2 3 4 5; do
+		printf "n$i" >"$Q/n$i" &&
+		sysc read_nonblock "$Q/next" >out &&
+		got out "n$i" &&
+		mv "$Q/$(sed -n 2p out)" "$Q/ack/" || return 1
+	done &&
+	test "$(holds)" -ge $((h0 + 5)) ||
+		{ echo "publish_holds: $h0 -> $(holds)"; return 1; }
+'
+
+test_expect_success 'with wait = 0 a blocking read right after a push gets it' '
+	echo "wait = 0" >"$Q/config" &&
+	printf z >"$Q/z1" &&
+	sysc read "$Q/next" >out &&
+	got out z1 &&
+	mv "$Q/$(sed -n 2p out)" "$Q/ack/" &&
+	echo "wait = 5" >"$Q/config"
+'
+
+test_expect_success 'a group reads a push of a moment before' '
+	mkdir "$MNT/queues/hg" "$MNT/queues/hg/groups/g" &&
+	printf g >"$MNT/queues/hg/g1" &&
+	sysc read_nonblock "$MNT/queues/hg/groups/g/next" >out &&
+	got out g1 &&
+	mv "$MNT/queues/hg/groups/g/$(sed -n 2p out)" \
+	    "$MNT/queues/hg/groups/g/ack/"
+'
+
+test_expect_success 'a pop of a batch takes the held pushes it has room for' '
+	echo "batch = 3" >"$Q/config" &&
+	printf b >"$Q/b1" &&
+	cat "$Q/stats" >/dev/null &&
+	printf b >"$Q/b2" &&
+	printf b >"$Q/b3" &&
+	sysc read "$Q/next" >ans &&
+	test_is ok "$(sed -n 1p ans)" "the read" &&
+	sed 1d ans >out &&
+	test_line_count = 3 out &&
+	sed "s|^leased/[^/]*/||" out >names &&
+	printf "%s\n" b1 b2 b3 >expect &&
+	test_cmp expect names &&
+	mv "$Q/leased/$(cut -d/ -f2 out | sort -u)" "$Q/ack/" &&
+	echo "batch = 1" >"$Q/config"
+'
+
+test_expect_success 'a listing, a read by name and the stats count a push at once' '
+	d0=$(stat_of "$Q/stats" depth) &&
+	printf v1 >"$Q/l1" &&
+	ls "$Q" | grep -qx l1 &&
+	printf v2 >"$Q/l2" &&
+	test_is v2 "$(cat "$Q/l2")" "l2" &&
+	printf v3 >"$Q/l3" &&
+	test_is $((d0 + 3)) "$(stat_of "$Q/stats" depth)" depth &&
+	for i in 1 2 3; do
+		pop >out && grep -q "^leased/[^/]*/l$i$" out &&
+		mv "$Q/$(cat out)" "$Q/ack/" || return 1
+	done
+'
+
+test_expect_success 'nothing is held while a reader waits on the mount' '
+	{ timeout 20 cat "$Q/next" >w.out 2>w.err & } &&
+	rp=$! && track_pid $rp &&
+	wait_until 10 "test \"\$(stat_of \"$MNT/sys/stats\" waiting_readers)\" = 1" &&
+	h0=$(holds) &&
+	printf w >"$Q/w1" &&
+	wait $rp &&
+	grep -q "^leased/[^/]*/w1$" w.out &&
+	test_is "$h0" "$(holds)" publish_holds &&
+	mv "$Q/$(cat w.out)" "$Q/ack/"
+'
+
+test_expect_success 'held pushes land in order around an ack that goes ahead' '
+	printf o >"$Q/o1" &&
+	printf o >"$Q/o2" &&
+	pop >lease &&
+	grep -q "^leased/[^/]*/o1$" lease &&
+	for i in $(seq 1 20); do
+		printf "p$i" >"$Q/p$i" || return 1
+	done &&
+	mv "$Q/$(cat lease)" "$Q/ack/" &&
+	: >names &&
+	for i in $(seq 1 21); do
+		pop >out && sed "s|^leased/[^/]*/||" out >>names &&
+		mv "$Q/$(cat out)" "$Q/ack/" || return 1
+	done &&
+	{ echo o2; for i in $(seq 1 20); do echo "p$i"; done; } >expect &&
+	test_cmp expect names &&
+	test_is 0 "$(stat_of "$Q/stats" depth)" depth
+'
+
+test_expect_success 'a clean unmount publishes what it held' '
+	printf u >"$Q/u1" &&
+	stop_daemon_ &&
+	test_is u "$(cat "$TRASH/b/queues/h/u1")" "u1 through b" &&
+	start_daemon_ &&
+	test_is u "$(cat "$Q/u1")" "u1"
+'
+
+test_expect_success 'after a kill -9 with pushes held the spool publishes them once' '
+	printf k1 >"$Q/k1" &&
+	printf k2 >"$Q/k2" &&
+	kill9_daemon &&
+	remount &&
+	test_is k1 "$(cat "$Q/k1")" k1 &&
+	test_is k2 "$(cat "$Q/k2")" k2 &&
+	ls "$Q/partitions/default" | grep -c "^k[12]$" >n &&
+	test_is 2 "$(cat n)" "k1 and k2, once each"
+'
+
+test_done
