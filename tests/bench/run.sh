@@ -18,7 +18,9 @@
 # push/s and cycle/s), and beside them pgbench on the same cluster running
 # the equivalent statements.  BENCH_PG=0 leaves it out.  BENCH_ONLY=pg runs
 # only those and the SQLite sync full figures they are compared with (the
-# HTTP ones from a daemon of its own, as in the full run).
+# HTTP ones from a daemon of its own, as in the full run).  As root, the
+# PostgreSQL push with 4 producers and cycle 1+1 also run with idle CPUs
+# polling instead of halting (nohalt.py), beside the same as configured.
 
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -376,6 +378,9 @@ pgb_setup () {
 }
 
 PGB=false
+# root may hold /dev/cpu_dma_latency: a few figures also run so (nohalt.py)
+NOHALT=false
+test -w /dev/cpu_dma_latency && NOHALT=true
 if $PG && test -x "$PG_BIN/pgbench"; then
 	if pgb_setup; then
 		PGB=true
@@ -647,6 +652,14 @@ rep_pg () {
 		figrt pg 1 pg.push1 "$L" create "$PGQ/push1" -t 1 -d "$DUR"
 		figrt pg 1 pg.push4 "$L" create "$PGQ/push4" -t 4 -d "$DUR"
 		figrt pg 1 pg.qc11 "$L" qcycle "$PGQ/qc11" -p 1 -c 1 -d "$DUR"
+		# the same two with the CPUs kept from halting when idle:
+		# what this machine's wake-ups from a halt cost them
+		if $NOHALT; then
+			fig pg.push4.nohalt /usr/bin/python3 "$S/nohalt.py" \
+			    "$L" create "$PGQ/push4" -t 4 -d "$DUR"
+			fig pg.qc11.nohalt /usr/bin/python3 "$S/nohalt.py" \
+			    "$L" qcycle "$PGQ/qc11" -p 1 -c 1 -d "$DUR"
+		fi
 		$API && figrt pg 0.001 pg.apipush "$L" apipush "$TMP/pg.mnt" \
 		    -q api -d "$DUR"
 		# the same with a client that checks its answers without
@@ -921,6 +934,10 @@ if test "$BENCH_PG" = 1; then
 	R "push, 4 producers, 1 daemon" pg.push4 "" - "v>=4000"
 	R "cycle 1+1, 1 daemon" pg.qc11 "pgbench cycle, 1 client" pgb.cycle1 ""
 	R "cycle 1+1, 1 daemon" pg.qc11 "SQLite sync full" f.qc11 "v>=600"
+	if $NOHALT; then
+		R "push, 4 producers, 1 daemon, idle CPUs poll (cpu_dma_latency 0)" pg.push4.nohalt "the same, idle CPUs halt (as configured)" pg.push4 "v>=4000"
+		R "cycle 1+1, 1 daemon, idle CPUs poll (cpu_dma_latency 0)" pg.qc11.nohalt "the same, idle CPUs halt (as configured)" pg.qc11 "v>=600"
+	fi
 	R "api/push 1000 items/request, 1 client" pg.apipush "pgbench batch of 1000, 1 client" pgb.batch1 ""
 	R "api/push 1000 items/request, 1 client" pg.apipush "pgbench batch of 1000 with hash rows, 1 client" pgb.batchd1 "r>=0.8"
 	R "api/push 1000 items/request, 1 client" pg.apipush "SQLite sync full" f.apipush "v>=40000"
