@@ -75,8 +75,10 @@ take(struct popctx *x, const struct part_row *p, struct cursor_row *c)
 
 	if (lease_live(c, x->now))
 		return 0;
-	if (x->whole && c->lease_id[0])
-		return 1; /* an expired lease: not this time (whole) */
+	/* whole: an expired lease, or a window that a push not yet in the
+	 * store could keep open, is not for this time */
+	if (x->whole && (c->lease_id[0] || x->qr->conf.window_buffer > 0))
+		return 1;
 	if ((rc = expire_lease(x, p, c)) != 0)
 		return rc;
 	rc = batch_read(q, p, c->committed + 1, (size_t)x->batch, true,

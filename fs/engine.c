@@ -179,21 +179,26 @@ mono_us(void)
 
 /*
  * Publishes held back.  On a shared store a commit costs round trips and
- * a flush on the server, and a producer's close() does not wait for its
- * publish (the spool holds it).  So publishes that come as a stream (each
- * less than HOLD_GAP_US after the one before) wait up to HOLD_US for
- * others to share their commit, and the pops and acks of leases that come
- * meanwhile (job.pass) run first, on their own, rather than behind them
- * or in a batch they make longer.  A pop among those takes a span only
- * if it fills its batch (job.ahead: a publish held could lengthen a
- * shorter one); one that takes nothing so is run again behind the
- * publishes (run_batch).  So a read of `next` still gets what it would
- * have had with every push whose close() returned before it in the store
- * (order.c), as their pushes are newer than anything committed.
- * Any other job (a listing, the lookup of a name still pending, a
- * transaction) takes the held publishes along, ahead of it.  Nothing is
- * held while a reader waits or a poll handle watches on this mount: they
- * wait for a push.  With the token held (and E.mu for E.head).
+ * a flush on the server, and the publish of a RELEASE keeps nobody
+ * waiting (close() returned once the spool held it: job.hold).  So such
+ * publishes, when they come as a stream (each less than HOLD_GAP_US
+ * after the one before), wait up to HOLD_US for others to share their
+ * commit, and the pops that come meanwhile (job.pass) run first, on their
+ * own, rather than behind them or in a batch they make longer.  Such a
+ * pop takes a span only if it fills its batch (job.ahead: a publish held
+ * could lengthen a shorter one, or keep a window open); one that takes
+ * nothing so runs again behind the publishes (run_batch).  So a read of
+ * `next` gets what it would have had with every push whose close()
+ * returned before it in the store (order.c): those pushes are newer than
+ * anything the store holds from this mount.  A lease is all a pop
+ * commits, and nothing durable waits on it.  An ack does not pass them:
+ * it may come from a process that pushed first (consume, produce, ack),
+ * and it must not commit before that push.  Any other job (an ack, a
+ * listing, the lookup of a name still pending, a transaction, a rename
+ * that publishes) takes the held publishes along, ahead of it, in the
+ * order they all came.  Nothing is held while a reader waits or a poll
+ * handle watches on this mount: they wait for a push.  With the token
+ * held (and E.mu for E.head).
  */
 #define HOLD_US 2000
 #define HOLD_GAP_US 1000
@@ -221,40 +226,35 @@ hold_take(void)
 	E.held_tail = &E.held;
 	E.head = NULL;
 	E.tail = &E.head;
-	if (!list || !R.q || E.stop || E.waiters || E.polls) {
-		E.held_n = 0;
+	E.held_n = 0;
+	if (!list || !R.q || E.stop || E.waiters || E.polls)
 		return list;
+	for (j = list; j; j = j->next) {
+		n += j->hold;
+		other = other || (!j->hold && !j->pass);
 	}
+	if (n && !was)
+		E.held_until = mono_us() +
+		    (E.pub_gap < E.gap_us ? E.hold_us : 0);
+	if (!n || other || n >= HOLD_MAX || mono_us() >= E.held_until)
+		return list;    /* all at once, in the order they came */
 	for (j = list; j; j = nx) {
 		nx = j->next;
-		if (j->lock_cmp) {
+		if (j->hold) {
 			*pt = j;
 			pt = &j->next;
-			n++;
 		} else {
-			other = other || !j->pass;
+			j->ahead = true;
 			*rt = j;
 			rt = &j->next;
 		}
 	}
 	*pt = NULL;
 	*rt = NULL;
-	if (n && !was) {
-		bool stream = E.pub_gap < E.gap_us;
-
-		E.held_until = mono_us() + (stream ? E.hold_us : 0);
-		E.c.holds += stream;
-	}
-	E.held_n = n;
-	if (!n || other || n >= HOLD_MAX || mono_us() >= E.held_until) {
-		*pt = rest; /* all at once, the publishes first */
-		E.held_n = 0;
-		return pubs ? pubs : rest;
-	}
+	E.c.holds += !was;
 	E.held = pubs;
 	E.held_tail = pt;
-	for (j = rest; j; j = j->next)
-		j->ahead = true;
+	E.held_n = n;
 	return rest;
 }
 
@@ -366,7 +366,7 @@ engine_submit(struct job *j)
 	pthread_mutex_lock(&E.mu);
 	*E.tail = j;
 	E.tail = &j->next;
-	if (j->lock_cmp) {
+	if (j->hold) {
 		int64_t t = mono_us();
 
 		E.pub_gap = t - E.pub_at;

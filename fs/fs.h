@@ -201,8 +201,10 @@ struct job {
 			     * engine_submit */
 	bool reader;        /* reads the store and the node tree only: may
 			     * run on the readers' connection (engine.c) */
-	bool pass;          /* a pop or an ack, which may run before the
-			     * publishes held back (engine.c) */
+	bool hold;          /* a RELEASE's publish, whose caller does not
+			     * wait: it may wait for company (engine.c) */
+	bool pass;          /* a pop, which may run before the publishes
+			     * held back (engine.c) */
 	bool ahead;         /* it runs so now: a pop takes only a whole
 			     * batch (queen_pop_req.whole) */
 	bool empty;         /* set by run: a pop that took nothing */

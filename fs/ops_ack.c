@@ -167,8 +167,6 @@ ack_rename(fuse_req_t req, struct node *p, const char *name,
 	if (!(aj = job_new(sizeof(*aj), ack_run, ack_reply, req)))
 		return -ENOMEM;
 	aj->j.write = true;
-	/* a lease's ack needs no publish held back (engine.c) */
-	aj->j.pass = p->kind == K_LEASE || p->kind == K_LEASED;
 	aj->srcdir = p;
 	aj->sink = np->ino;
 	aj->leased = p->kind == K_LEASE && p->parent ? p->parent->ino : 0;

@@ -89,6 +89,7 @@ pop_run(struct job *j, struct queen *q)
 			if (!(j->wait_queue = strdup(n->queue)) ||
 			    (n->group && !(j->wait_group = strdup(n->group)))) {
 				j->rc = -ENOMEM;
+				j->empty = false; /* answered: not run again */
 				return;
 			}
 		}

@@ -534,6 +534,8 @@ release_push(fuse_req_t req, struct handle *h)
 	name = strdup(pe->name);
 	pthread_mutex_unlock(&fs_lock);
 	pj = dirty && name ? push_job_new(req, pe, name) : NULL;
+	if (pj)
+		pj->j.hold = true; /* nobody waits for it (engine.c) */
 	free(name);
 	if (!pj)
 		return false;

@@ -1,17 +1,20 @@
 #!/bin/sh
 # fs-0078-pg-publish-hold: publishes held back for company, on PostgreSQL
-# (run under tests/pg.sh).  A stream of publishes waits a moment for
-# others to share its commit, and the pops and acks of leases that come
+# (run under tests/pg.sh).  A stream of publishes of closed files waits
+# a moment for others to share its commit, and the pops that come
 # meanwhile run ahead of it (fs/engine.c).  QUEENFS_TEST_PUBLISH_HOLD_MS
-# makes every publish wait that long, so that each case meets one held:
-# a read of `next` right after a push still gets it (non-blocking, with
-# `wait = 0`, in a group), and a batch takes the held pushes it has room
-# for (here b1 is in the store, since the read of the queue's stats took
-# it along, and b2 and b3 are held); a listing, a read by name and the stats count a push at once;
-# nothing is held while a reader waits on the mount; held pushes land in
-# order around an ack that went ahead of them; a clean unmount publishes
-# what it held (another mount reads it while the first is down), and
-# after a kill -9 the spool publishes them once.
+# makes every such publish wait that long, so that each case meets one
+# held: a read of `next` right after a push still gets it (non-blocking,
+# with `wait = 0`, in a group); a batch takes the held pushes it has
+# room for (b1 is in the store, since the read of the queue's stats took
+# it along; b2 and b3 are held), and a window a held push keeps open is
+# respected; an ack takes the pushes before it along (another mount sees
+# a result pushed before the ack once the ack returns); a listing, a read
+# by name and the stats count a push at once; a rename that publishes,
+# which its caller waits for, is not held, nor is anything while a reader
+# waits on the mount; held pushes land in order; a clean unmount
+# publishes what it held (another mount reads it while the first is
+# down), and after a kill -9 the spool publishes them once.
 . "$(dirname "$0")/lib.sh"
 test -n "${QUEEN_TEST_PG:-}" ||
 	skip_all "QUEEN_TEST_PG is not set (run under tests/pg.sh)"
@@ -84,6 +87,37 @@ test_expect_success 'a pop of a batch takes the held pushes it has room for' '
 	echo "batch = 1" >"$Q/config"
 '
 
+test_expect_success 'a window that a held push keeps open is respected' '
+	mkdir "$MNT/queues/hw" &&
+	printf "window_buffer = 2\nwait = 0\n" >"$MNT/queues/hw/config" &&
+	printf w >"$MNT/queues/hw/partitions/b/w1" &&
+	cat "$MNT/queues/hw/stats" >/dev/null &&
+	sleep 2.5 &&
+	printf w >"$MNT/queues/hw/partitions/b/w2" &&
+	sysc read_nonblock "$MNT/queues/hw/next" >out &&
+	test_is read:EAGAIN "$(cat out)" "the read, with b just pushed to"
+'
+
+test_expect_success 'an ack takes the pushes before it along' '
+	mkdir "$MNT/queues/res" &&
+	printf x >"$Q/x1" &&
+	pop >lease &&
+	grep -q "^leased/[^/]*/x1$" lease &&
+	printf r >"$MNT/queues/res/r1" &&
+	mv "$Q/$(cat lease)" "$Q/ack/" &&
+	test_is r "$(cat "$TRASH/b/queues/res/r1")" "r1 through b"
+'
+
+test_expect_success 'a rename that publishes is not held' '
+	printf s >"$Q/.s1" &&
+	h0=$(holds) &&
+	mv "$Q/.s1" "$Q/s1" &&
+	test_is "$h0" "$(holds)" publish_holds &&
+	test_is s "$(cat "$TRASH/b/queues/h/s1")" "s1 through b" &&
+	pop >out && grep -q "^leased/[^/]*/s1$" out &&
+	mv "$Q/$(cat out)" "$Q/ack/"
+'
+
 test_expect_success 'a listing, a read by name and the stats count a push at once' '
 	d0=$(stat_of "$Q/stats" depth) &&
 	printf v1 >"$Q/l1" &&
@@ -110,7 +144,7 @@ test_expect_success 'nothing is held while a reader waits on the mount' '
 	mv "$Q/$(cat w.out)" "$Q/ack/"
 '
 
-test_expect_success 'held pushes land in order around an ack that goes ahead' '
+test_expect_success 'held pushes land in order' '
 	printf o >"$Q/o1" &&
 	printf o >"$Q/o2" &&
 	pop >lease &&
