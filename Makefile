@@ -41,7 +41,8 @@ PKG_libmicrohttpd = libmicrohttpd-dev
 CORE_PKGS = sqlite3 libxxhash jansson $(if $(filter yes,$(PG)),libpq)
 # the daemon alone links the HTTP front end's library
 PKGS = fuse3 libmicrohttpd $(CORE_PKGS)
-NO_PROBE = test run asan tsan tsan-pg bench fuzz deps clean format format-check \
+NO_PROBE = test run asan tsan tsan-pg bench fuzz deps deps-run deps-ci clean \
+	format format-check \
 	check-layers
 ifneq ($(filter-out $(NO_PROBE),$(or $(MAKECMDGOALS),all)),)
 $(foreach p,$(PKGS),$(if $(shell pkg-config --exists $(p) && echo y),,\
