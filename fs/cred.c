@@ -10,26 +10,37 @@
 
 #include "fs.h"
 
+/*
+ * The supplementary groups are asked for only when a check needs them
+ * (the kernel's answer is a read of /proc/PID/task/TID/status, twice):
+ * root and a caller whose own uid or gid decides ask nothing, and those
+ * are nearly every open of `next` and of a message.  c is used only
+ * while req is unanswered.
+ */
 void
 cred_of(fuse_req_t req, struct cred *c)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-	int n;
 
 	memset(c, 0, sizeof(*c));
 	c->uid = ctx->uid;
 	c->gid = ctx->gid;
-	n = fuse_req_getgroups(req, CRED_GROUPS, c->groups);
-	/* more groups than fit: those that fit are a subset, and a subset
-	 * can only refuse what the full set would allow */
-	c->ngroups = n < 0 ? 0 : n > CRED_GROUPS ? CRED_GROUPS : n;
+	c->req = req;
+	c->ngroups = -1;
 }
 
 static bool
-in_group(const struct cred *c, gid_t gid)
+in_group(struct cred *c, gid_t gid)
 {
 	if (c->gid == gid)
 		return true;
+	if (c->ngroups < 0) {
+		int n = fuse_req_getgroups(c->req, CRED_GROUPS, c->groups);
+
+		/* more groups than fit: those that fit are a subset, and a
+		 * subset can only refuse what the full set would allow */
+		c->ngroups = n < 0 ? 0 : n > CRED_GROUPS ? CRED_GROUPS : n;
+	}
 	for (int i = 0; i < c->ngroups; i++)
 		if (c->groups[i] == gid)
 			return true;
@@ -38,7 +49,7 @@ in_group(const struct cred *c, gid_t gid)
 
 /* want: a mask of 4 (read), 2 (write), 1 (search), as access(2) takes. */
 bool
-cred_may(const struct cred *c, uid_t uid, gid_t gid, mode_t mode, int want)
+cred_may(struct cred *c, uid_t uid, gid_t gid, mode_t mode, int want)
 {
 	mode_t bits;
 
@@ -55,7 +66,7 @@ cred_may(const struct cred *c, uid_t uid, gid_t gid, mode_t mode, int want)
 
 /* What the kernel would answer to access(path of n, want). */
 bool
-cred_may_node(const struct cred *c, struct node *n, int want)
+cred_may_node(struct cred *c, struct node *n, int want)
 {
 	struct stat st;
 

@@ -325,13 +325,13 @@ bool node_staging_name(const char *name);
 struct cred {
 	uid_t uid;
 	gid_t gid;
+	fuse_req_t req; /* the groups are asked of it when needed */
+	int ngroups;    /* -1: not asked yet (cred.c) */
 	gid_t groups[CRED_GROUPS];
-	int ngroups;
 };
 void cred_of(fuse_req_t req, struct cred *c);
-bool cred_may(const struct cred *c, uid_t uid, gid_t gid, mode_t mode,
-    int want);
-bool cred_may_node(const struct cred *c, struct node *n, int want);
+bool cred_may(struct cred *c, uid_t uid, gid_t gid, mode_t mode, int want);
+bool cred_may_node(struct cred *c, struct node *n, int want);
 
 /* inval.c */
 extern size_t fs_nodes;
@@ -377,14 +377,11 @@ void stage_replay(struct queen *q);
 int text_readme(char **out, size_t *len);
 int text_config(struct queen *q, struct node *n, char **out, size_t *len);
 int text_stats(struct queen *q, struct node *n, char **out, size_t *len);
-int text_sys_stats(struct queen *q, const struct cred *c, char **out,
-    size_t *len);
-int text_metrics(struct queen *q, const struct cred *c, char **out,
-    size_t *len);
+int text_sys_stats(struct queen *q, struct cred *c, char **out, size_t *len);
+int text_metrics(struct queen *q, struct cred *c, char **out, size_t *len);
 int text_health(struct queen *q, char **out, size_t *len);
 /* text_queues.c */
-int text_sys_queues(struct queen *q, const struct cred *c, char **out,
-    size_t *len);
+int text_sys_queues(struct queen *q, struct cred *c, char **out, size_t *len);
 
 /* ops_*.c: the handlers */
 void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);

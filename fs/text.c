@@ -157,7 +157,7 @@ text_stats(struct queen *q, struct node *n, char **out, size_t *len)
 
 struct sum {
 	struct queen *q;
-	const struct cred *c;
+	struct cred *c;
 	FILE *f;
 	struct queen_stats total;
 	int64_t queues;
@@ -166,7 +166,7 @@ struct sum {
 
 /* A queue's (or group's) figures are for those who may list and enter it. */
 static bool
-may_see(const struct cred *c, const struct queen_owner *o)
+may_see(struct cred *c, const struct queen_owner *o)
 {
 	return cred_may(c, o->uid, o->gid, o->mode, 4 | 1);
 }
@@ -194,8 +194,7 @@ sum_cb(void *arg, const struct queen_queue_info *qi)
 }
 
 int
-text_sys_stats(struct queen *q, const struct cred *who, char **out,
-    size_t *len)
+text_sys_stats(struct queen *q, struct cred *who, char **out, size_t *len)
 {
 	struct sum s = { .q = q, .c = who };
 	struct engine_counters c;
@@ -268,7 +267,7 @@ struct row {
 
 struct rows {
 	struct queen *q;
-	const struct cred *c;
+	struct cred *c;
 	struct row *r;
 	size_t n, cap;
 	const char *queue;
@@ -349,8 +348,7 @@ counter(FILE *f, const char *name, const char *type, const char *help,
 }
 
 int
-text_metrics(struct queen *q, const struct cred *who, char **out,
-    size_t *len)
+text_metrics(struct queen *q, struct cred *who, char **out, size_t *len)
 {
 	struct rows rs = { .q = q, .c = who };
 	struct engine_counters c;

@@ -18,7 +18,7 @@ struct qline {
 
 struct qlines {
 	struct queen *q;
-	const struct cred *c;
+	struct cred *c;
 	struct qline *l;
 	size_t n, cap;
 	int rc;
@@ -83,8 +83,7 @@ line_cb(void *arg, const struct queen_queue_info *qi)
 }
 
 int
-text_sys_queues(struct queen *q, const struct cred *who, char **out,
-    size_t *len)
+text_sys_queues(struct queen *q, struct cred *who, char **out, size_t *len)
 {
 	struct qlines ls = { .q = q, .c = who };
 	size_t w[NCOL];

@@ -289,6 +289,36 @@ test_expect_success 'groups inherit their queue'"'"'s owner until given their ow
 	test_cmp expect actual
 '
 
+# gsysc UID GID OP ARGS: sysc as UID with GID as a supplementary group
+gsysc () {
+	(
+		gs_uid_=$1
+		gs_gid_=$2
+		shift 2
+		python3 () {
+			setpriv --reuid "$gs_uid_" --regid "$gs_uid_" \
+			    --groups "$gs_gid_" -- "$UPY" "$@"
+		}
+		sysc "$@"
+	)
+}
+
+test_expect_success 'a supplementary group that may write the queue may pop' '
+	G="$MNT/queues/grp" &&
+	mkdir -m 0775 "$G" &&
+	chown 0:5151 "$G" &&
+	printf "wait = 1\n" >"$G/config" &&
+	printf g1 >"$G/g1" &&
+	echo open:EACCES >expect &&
+	usysc $U2 read "$G/next" >actual &&
+	test_cmp expect actual &&
+	gsysc $U2 5152 read "$G/next" >actual &&
+	test_cmp expect actual &&
+	gsysc $U2 5151 read "$G/next" >actual &&
+	test_is ok "$(head -n 1 actual)" "the pop of a member of 5151" &&
+	test_is g1 "$(sed -n "2s|^leased/[^/]*/||p" actual)" popped
+'
+
 test_expect_success 'owners and modes survive a restart of the daemon' '
 	remount &&
 	test_is "$U1:$U1 700" "$(owner "$Q")" private &&
