@@ -237,7 +237,7 @@ hold_take(void)
 		E.held_until = mono_us() +
 		    (E.pub_gap < E.gap_us ? E.hold_us : 0);
 	if (!n || other || n >= HOLD_MAX || mono_us() >= E.held_until)
-		return list;    /* all at once, in the order they came */
+		return list; /* all at once, in the order they came */
 	for (j = list; j; j = nx) {
 		nx = j->next;
 		if (j->hold) {

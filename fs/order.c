@@ -12,14 +12,24 @@
  * (engine_submit marks it then, before it runs any batch itself), or
  * returned without one.  So the wait is a short handler's length, never a
  * round trip to the store.
+ *
+ * The lock is never held while a worker waits for a request: the device
+ * is read without blocking, and an idle worker sleeps in epoll_wait on an
+ * epoll instance of its own that watches the device with EPOLLEXCLUSIVE,
+ * so the kernel wakes one idle worker a request.  (A worker that slept in
+ * read(2) holding the lock made every request cost a second wake-up, of
+ * the worker waiting for the lock, and two more context switches.)
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/fuse.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <time.h>
+#include <sys/epoll.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fs.h"
@@ -34,6 +44,7 @@ static uint64_t rel_read;       /* RELEASEs read so far (rd_lock) */
 static uint64_t rel_low;        /* every RELEASE up to this one has run */
 static bool ring[ORDER_RING];   /* ran, past rel_low (done_lock) */
 static pthread_key_t cur_key;   /* this worker's RELEASE not yet marked */
+static pthread_key_t ep_key;    /* this worker's epoll instance, fd + 1 */
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 /* tests only: each RELEASE handler first sleeps this long, as a worker
  * the scheduler left behind would (QUEENFS_TEST_RELEASE_DELAY_MS) */
@@ -60,9 +71,16 @@ cur_destroy(void *v)
 }
 
 static void
+ep_destroy(void *v)
+{
+	close((int)(uintptr_t)v - 1);
+}
+
+static void
 key_init(void)
 {
 	pthread_key_create(&cur_key, cur_destroy);
+	pthread_key_create(&ep_key, ep_destroy);
 }
 
 void
@@ -96,8 +114,10 @@ unlock(void *m)
 }
 
 /*
- * libfuse cancels its idle workers at exit, in this read: the cleanup
- * handlers give the locks back, so that the next worker is cancelled too.
+ * One read of the device, which does not block (order_start): the number
+ * of a RELEASE, or the last one read before any other request, is taken
+ * with the read, under the lock.  libfuse cancels its idle workers at
+ * exit; the cleanup handler gives the lock back.
  */
 static ssize_t
 read_one(int fd, void *buf, size_t len, uint64_t *wait_for, int *err)
@@ -118,6 +138,34 @@ read_one(int fd, void *buf, size_t len, uint64_t *wait_for, int *err)
 	return n;
 }
 
+/*
+ * Sleep until the device has a request (or is gone), on this worker's
+ * epoll instance: exclusive, so that a request wakes one idle worker, not
+ * all.  Without one (no descriptor left), poll(2) does the same for every
+ * idle worker at once.
+ */
+static void
+wait_ready(int fd)
+{
+	uintptr_t v = (uintptr_t)pthread_getspecific(ep_key);
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLEXCLUSIVE };
+	struct pollfd pf = { .fd = fd, .events = POLLIN };
+	int ep;
+
+	if (v == 0 && (ep = epoll_create1(EPOLL_CLOEXEC)) >= 0) {
+		if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) == 0) {
+			v = (uintptr_t)ep + 1;
+			pthread_setspecific(ep_key, (void *)v);
+		} else {
+			close(ep);
+		}
+	}
+	if (v != 0 &&
+	    (epoll_wait((int)v - 1, &ev, 1, -1) >= 0 || errno == EINTR))
+		return;
+	(void)poll(&pf, 1, -1);
+}
+
 static void
 wait_low(uint64_t seq)
 {
@@ -136,7 +184,9 @@ order_read(int fd, void *buf, size_t len, void *userdata)
 	int err;
 
 	order_release_done();  /* the previous request's, if it was one */
-	n = read_one(fd, buf, len, &wait_for, &err);
+	while ((n = read_one(fd, buf, len, &wait_for, &err)) < 0 &&
+	    (err == EAGAIN || err == EINTR))
+		wait_ready(fd);
 	if (wait_for)
 		wait_low(wait_for);
 	errno = err;
@@ -159,7 +209,13 @@ order_start(struct fuse_session *se)
 
 	const char *d = getenv("QUEENFS_TEST_RELEASE_DELAY_MS");
 
+	int fd = fuse_session_fd(se), fl;
+
 	pthread_once(&key_once, key_init);
 	test_delay_ms = d ? strtol(d, NULL, 10) : 0;
-	return fuse_session_custom_io(se, &io, fuse_session_fd(se));
+	/* no worker sleeps in read(2): they wait in wait_ready, unlocked */
+	if ((fl = fcntl(fd, F_GETFL)) < 0 ||
+	    fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return -errno;
+	return fuse_session_custom_io(se, &io, fd);
 }

@@ -23,12 +23,15 @@ mount_queenfs
 Q="$MNT/queues/stress"
 LOGS="$TRASH/logs"
 
-# sample WHEN: the daemon's open fds and VmRSS (kB), one line to samples
-# (also run by stress.py, in the middle of the load)
+# sample WHEN: the daemon's open fds but its FUSE workers' epoll
+# instances (fs/order.c: one a worker, closed when it ends), VmRSS (kB),
+# those epoll instances and its threads, one line to samples (also run by
+# stress.py, in the middle of the load)
 cat >"$TRASH/sampler.sh" <<\EOF
-printf '%s %s %s\n' "$1" "$(ls "/proc/$2/fd" | wc -l)" \
+ep=$(ls -l "/proc/$2/fd" | grep -c 'anon_inode:\[eventpoll\]')
+printf '%s %s %s %s %s\n' "$1" "$(($(ls "/proc/$2/fd" | wc -l) - ep))" \
     "$(sed -n 's/^VmRSS:[[:space:]]*\([0-9]*\).*/\1/p' "/proc/$2/status")" \
-    >>"$3"
+    "$ep" "$(ls "/proc/$2/task" | wc -l)" >>"$3"
 EOF
 sample () {
 	sh "$TRASH/sampler.sh" "$1" "$DAEMON_PID" "$TRASH/samples"
@@ -363,6 +366,7 @@ test_expect_success 'the daemon holds no more fds than at the start; RSS is boun
 		\$1 == \"start\" { f0 = \$2; r0 = \$3 }
 		\$1 == \"middle\" { f1 = \$2; r1 = \$3 }
 		\$1 == \"end\" { f2 = \$2; r2 = \$3 }
+		\$4 > \$5 { print \"more epoll instances than threads: \" \$0; exit 1 }
 		END {
 			if (f0 == \"\" || f1 == \"\" || f2 == \"\") { print \"missing samples\"; exit 1 }
 			if (f2 > f0 + 4) { print \"fds grew: \" f0 \" -> \" f2; exit 1 }
@@ -387,7 +391,7 @@ print("# %d partitions used" % s["partitions"])
 '
 fi
 test -s "$TRASH/samples" &&
-	awk '{ printf "# daemon at %s: %d fds, VmRSS %d kB\n", $1, $2, $3 }' "$TRASH/samples"
+	awk '{ printf "# daemon at %s: %d fds and %d epoll instances, %d threads, VmRSS %d kB\n", $1, $2, $4, $5, $3 }' "$TRASH/samples"
 test -n "$DAEMON_LOG" && test -f "$DAEMON_LOG" &&
 	diag "$(grep -c 'queenfs:' "$DAEMON_LOG") daemon log line(s)"
 
