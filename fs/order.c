@@ -184,9 +184,12 @@ order_read(int fd, void *buf, size_t len, void *userdata)
 	int err;
 
 	order_release_done();  /* the previous request's, if it was one */
-	while ((n = read_one(fd, buf, len, &wait_for, &err)) < 0 &&
-	    (err == EAGAIN || err == EINTR))
+	/* epoll_wait answers at once while a request waits: no read(2)
+	 * that finds nothing before each sleep */
+	do {
 		wait_ready(fd);
+		n = read_one(fd, buf, len, &wait_for, &err);
+	} while (n < 0 && (err == EAGAIN || err == EINTR));
 	if (wait_for)
 		wait_low(wait_for);
 	errno = err;
