@@ -44,6 +44,7 @@
 #define REC_MAGIC 0x314a5351u /* "QSJ1" */
 #define SEG_MAX (8u << 20)    /* bytes: a file takes no new records */
 #define SEG_SOFT (1u << 20)   /* ... and goes, once idle, past this */
+#define SEG_GROW (64u << 10)  /* bytes allocated ahead of the records */
 #define BODY_MAX ((uint32_t)1 << 31)
 
 enum { R_STAGE = 1, R_DONE = 2 };
@@ -62,6 +63,7 @@ struct seg {
 	unsigned no;
 	off_t end;     /* appended */
 	off_t synced;  /* covered by an fdatasync */
+	off_t alloc;   /* allocated ahead (rec_put): the file's size */
 	int err;       /* a write or sync failed: no new records */
 	unsigned live; /* records that are an attempt's latest */
 	struct seg *next;
@@ -257,6 +259,27 @@ pwrite_all(int fd, struct iovec *iov, int n, off_t off)
 }
 
 /*
+ * Under jmu: make g's file reach past a record of n bytes at its end, a
+ * megabyte at a time, ahead of the records.  An fdatasync after a write
+ * that grows a file writes its inode too, a second I/O on the disk's
+ * queue (on ext4, 145 us against 105 us a sync here); within the
+ * allocated size it writes only the data.  The allocated tail reads as
+ * zeros, which no record starts with (journal_scan stops there).  A file
+ * that cannot grow so (a full disk) is written as before, and its write
+ * says why.
+ */
+static void
+grow(struct seg *g, off_t n)
+{
+	off_t want = (g->end + n + SEG_GROW - 1) / SEG_GROW * SEG_GROW;
+
+	if (want <= g->alloc || n > (off_t)SEG_GROW)
+		return;
+	if (posix_fallocate(g->fd, g->alloc, want - g->alloc) == 0)
+		g->alloc = want;
+}
+
+/*
  * Under jmu: append one record to g.  A failed write leaves g's end where
  * it was, and what it wrote is cut off: the next record overwrites only
  * the start of it, and a payload's bytes past that next record would be
@@ -274,9 +297,11 @@ rec_put(struct seg *g, uint32_t kind, uint64_t id, const char *hd, size_t hlen,
 	if (hlen + len >= BODY_MAX)
 		return -EFBIG;
 	r.sum = fnv(fnv(FNV_INIT, hd, hlen), buf, len);
+	grow(g, (off_t)(sizeof(r) + hlen + len));
 	if ((rc = pwrite_all(g->fd, iov, 3, g->end)) < 0) {
 		if (ftruncate(g->fd, g->end) < 0)
 			g->err = rc; /* what follows g's end is in doubt */
+		g->alloc = g->end;
 		return rc;
 	}
 	*body = g->end + (off_t)sizeof(r);

@@ -388,9 +388,12 @@ test_expect_success FULL 'pushes until the disk is full: ENOSPC at close()' '
 	echo "$N confirmed before the disk filled"
 '
 
+# The spool's journal is allocated 64 KiB ahead of its records
+# (fs/stage.c): while the store finds the disk full, the pushes that fit
+# there are still confirmed, and wait in the spool until space returns.
 test_expect_success FULL 'nothing confirmed is lost, no partial message' '
 	test_path_is_missing "$Q/partitions/default/$FAILED" &&
-	S=$(staged) && test "$S" -le 1 &&
+	S=$(staged) && test "$S" -le $((1 + 65536 / 8192)) &&
 	test_is "$N" "$(stored_and_staged "$Q")" "messages + staged" &&
 	{ "$PYTHON3" "$TRASH/checkall.py" "$Q/partitions/default" >checked ||
 	  test "$(grep -c "^lost" checked)" -le "$S"; } &&

@@ -144,44 +144,6 @@ body_unlinked(void)
 	snap_hook = NULL;
 }
 
-/*
- * A close confirmed, the next close of a dup refused (a full disk: here
- * RLIMIT_FSIZE at the journal's end, so that no byte can be appended).
- * A refusal ends the attempt: nothing of it may be published.
- */
-static void
-body_refused(void)
-{
-	struct pending *p = attempt("refused");
-	struct rlimit was, lim;
-	char path[500];
-	struct stat st;
-	int rc;
-
-	snap_bytes = "first";
-	if (stage_save(p) < 0)
-		_exit(99);
-	snprintf(path, sizeof(path), "%s/%lld-1.j", spool,
-	    (long long)fs.started);
-	if (stat(path, &st) < 0 || getrlimit(RLIMIT_FSIZE, &was) < 0)
-		_exit(99);
-	signal(SIGXFSZ, SIG_IGN);
-	lim = was;
-	lim.rlim_cur = (rlim_t)st.st_size;
-	if (setrlimit(RLIMIT_FSIZE, &lim) < 0)
-		_exit(99);
-	snap_bytes = "first second";
-	if ((rc = stage_save(p)) == 0)
-		_exit(98);
-	/* push_refuse */
-	pthread_mutex_lock(&fs_lock);
-	p->dead = true;
-	p->refused = rc;
-	pthread_mutex_unlock(&fs_lock);
-	stage_remove(p);
-	setrlimit(RLIMIT_FSIZE, &was);
-}
-
 /* the flush of another dup's close(), while this one's stages */
 static int early;
 
@@ -239,6 +201,44 @@ head_of(const char *queue, const char *name, char *out, size_t cap)
 {
 	return (size_t)snprintf(out, cap, "QFSSTAGE1%c0%c0%c0%c0%c%s%c%c%s%c",
 	    0, 0, 0, 0, 0, queue, 0, 0, name, 0);
+}
+
+/*
+ * A close confirmed, the next close of a dup refused (a full disk: here
+ * RLIMIT_FSIZE at the end of the journal's records, so that no byte can
+ * be appended).
+ * A refusal ends the attempt: nothing of it may be published.
+ */
+static void
+body_refused(void)
+{
+	struct pending *p = attempt("refused");
+	struct rlimit was, lim;
+	char hd[256];
+	int rc;
+
+	snap_bytes = "first";
+	if (stage_save(p) < 0)
+		_exit(99);
+	if (getrlimit(RLIMIT_FSIZE, &was) < 0)
+		_exit(99);
+	signal(SIGXFSZ, SIG_IGN);
+	lim = was;
+	/* the end of that record: the file itself is allocated further */
+	lim.rlim_cur = (rlim_t)(sizeof(struct rec) +
+	    head_of("q", "refused", hd, sizeof(hd)) + strlen("first"));
+	if (setrlimit(RLIMIT_FSIZE, &lim) < 0)
+		_exit(99);
+	snap_bytes = "first second";
+	if ((rc = stage_save(p)) == 0)
+		_exit(98);
+	/* push_refuse */
+	pthread_mutex_lock(&fs_lock);
+	p->dead = true;
+	p->refused = rc;
+	pthread_mutex_unlock(&fs_lock);
+	stage_remove(p);
+	setrlimit(RLIMIT_FSIZE, &was);
 }
 
 static char big_bytes[4096];
@@ -309,7 +309,8 @@ main(void)
 {
 	pthread_mutexattr_t a;
 	const char *tmp = getenv("TMPDIR");
-	char dir[300];
+	char dir[300], path[sizeof(spool) + 16];
+	struct stat st;
 	struct fix f;
 	struct queen *q;
 
@@ -329,6 +330,10 @@ main(void)
 	is_int(run(1000, body_unlinked), 0,
 	    "an unlink during the close leaves nothing staged");
 	is_int(run(2000, body_held), 1, "a confirmed close is staged");
+	snprintf(path, sizeof(path), "%s/2000-1.j", spool);
+	ok(stat(path, &st) == 0 && st.st_size >= (off_t)64 << 10,
+	    "the journal is allocated ahead of its records, so the replays "
+	    "below read up to a zero tail");
 	is_int(run(4000, body_dups), 1,
 	    "a flush while another close stages the bytes stages them too");
 	is_int(run(5000, body_torn), 1, "a torn append, then a record");
