@@ -198,7 +198,10 @@ test_expect_success PYTHON 'a record cut short by a crash is not published, the 
 	hold "$Q/t1" "one" && hold "$Q/t2" "two" && hold "$Q/t3" "three" &&
 	J=$(ls -t "$(spool_dir)"/*.j | head -n 1) &&
 	kill9_daemon && unhold &&
-	size=$(stat -c %s "$J") &&
+	# the records end at the last byte that is not 0 (the file is
+	# allocated ahead of them, and "three" ends the last one)
+	size=$("$PYTHON3" -c "import sys; print(len(open(sys.argv[1], \"rb\").read().rstrip(b\"\\0\")))" "$J") &&
+	test "$size" -gt 0 &&
 	truncate -s $((size - 2)) "$J" &&
 	printf "garbage after the cut" >>"$J" &&
 	remount &&
