@@ -475,17 +475,28 @@ ticks () {
 	awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null
 }
 
+# switches PID: the context switches of all of PID's threads so far (each
+# is a sleep and a wake-up; on a VM a wake-up on an idle CPU waits on the
+# host)
+switches () {
+	cat /proc/"$1"/task/*/status 2>/dev/null |
+	    awk '/ctxt_switches/ { s += $2 } END { print s + 0 }'
+}
+
 # fig KEY CMD...: one run of a load; its rate to $RES.  With CPU_OF set to
 # a mount's name, also KEY.cpu: that daemon's CPU microseconds per
-# operation (the load's second field is its count of operations).
+# operation, and KEY.cs its context switches per operation (the load's
+# second field is its count of operations).
 fig () {
 	key=$1
 	shift
 	cp=
 	test -n "${CPU_OF:-}" && eval "cp=\${PID_$CPU_OF:-}"
 	t0=$(test -n "$cp" && ticks "$cp")
+	s0=$(test -n "$cp" && switches "$cp")
 	out=$(timeout --foreground -k 2 $((${DUR%.*} + 30)) "$@" 2>>"$ERR") || out=
 	t1=$(test -n "$cp" && ticks "$cp")
+	s1=$(test -n "$cp" && switches "$cp")
 	v=${out%% *}
 	case "$v" in
 	''|*[!0-9.]*) say "$key fail" >>"$RES"; say "  ($key failed)" ;;
@@ -493,7 +504,9 @@ fig () {
 	   set -- $out
 	   test -n "$t0" && test -n "$t1" && test "${2:-0}" -gt 0 &&
 		awk -v a="$t0" -v b="$t1" -v n="$2" -v hz="$HZ" -v k="$key" \
-		    'BEGIN { printf "%s.cpu %.1f\n", k, (b - a) * 1e6 / hz / n }' \
+		    -v c="$s0" -v d="$s1" \
+		    'BEGIN { printf "%s.cpu %.1f\n%s.cs %.1f\n", k,
+		        (b - a) * 1e6 / hz / n, k, (d - c) / n }' \
 		    >>"$RES" ;;
 	esac
 }
@@ -902,12 +915,12 @@ else
 
 	# What a 2-CPU machine can run at most: each side's CPU per operation.
 	say ""
-	say "daemon CPU per operation (user + system, medians): what the server itself spends"
+	say "daemon CPU per operation (user + system, medians): what the server itself spends; and the daemon's context switches per operation"
 	say ""
-	say "| operation | queenfs | reference | ratio |"
-	say "|---|---|---|---|"
+	say "| operation | queenfs | reference | ratio | queenfs context switches |"
+	say "|---|---|---|---|---|"
 	C () {
-		row "$1" "$(m "$2.cpu")" "$3" "$(m "$4.cpu")" "" "us" | cut -d'|' -f1-5 | sed 's/$/|/'
+		row "$1" "$(m "$2.cpu")" "$3" "$(m "$4.cpu")" "" "us" | cut -d'|' -f1-5 | sed "s/\$/| $(m "$2.cs") |/"
 	}
 	C "push 1p, sync normal" n.push1 "nullfs create 1t" null.create1
 	C "push 4p, sync full" f.push4 "nullfs create 1t" null.create1
@@ -955,14 +968,14 @@ if test "$BENCH_PG" = 1; then
 	row "wake-up p50, PostgreSQL, 1 daemon" "$(m w.pg.p50)" "SQLite full" "$(m w.full.p50)" "" "us"
 	row "wake-up p99, PostgreSQL, 1 daemon" "$(m w.pg.p99)" "SQLite full" "$(m w.full.p99)" "" "us"
 	say ""
-	say "round trips to PostgreSQL per operation (sys/stats pg_round_trips over the figure, the daemon's tick included; n/a: this build does not count them)"
+	say "round trips to PostgreSQL per operation (sys/stats pg_round_trips over the figure, the daemon's tick included; n/a: this build does not count them), and the daemon's context switches per operation (its threads' sleeps and wake-ups)"
 	say ""
-	say "| operation | round trips | target |"
-	say "|---|---|---|"
+	say "| operation | round trips | daemon context switches | target (round trips) |"
+	say "|---|---|---|---|"
 	rt () {
 		v=$(m "$2.rt")
 		test "$v" = - && v=n/a
-		say "| $1 | $v | $3 |"
+		say "| $1 | $v | $(m "$2.cs") | $3 |"
 	}
 	rt "push, 1 producer" pg.push1 "<= 2"
 	rt "push, 4 producers" pg.push4 "<= 2"
