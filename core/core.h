@@ -202,9 +202,12 @@ struct store_ops {
 	int (*cursor_put)(struct store *st, const struct cursor_row *c);
 	int (*cursor_by_lease)(struct store *st, const char *lease_id,
 	    struct cursor_row *out);
-	/* rows of the group with next_at in (after_at/after_pid, upto],
-	 * ordered by (next_at, partition_id); rows whose lease is live at
-	 * now may be left out (no pop can take them) */
+	/* rows of the group with next_at in [0, upto], ordered by
+	 * (next_at, partition_id), or by (a coarser key of next_at that
+	 * keeps its order, partition_id), after the row whose next_at and
+	 * partition_id are after_at and after_pid (-1, 0: from the first);
+	 * rows whose lease is live at now may be left out (no pop can take
+	 * them) */
 	int (*cursor_ready)(struct store *st, int64_t group_id, int64_t upto,
 	    int64_t after_at, int64_t after_pid, int64_t now, cursor_row_cb cb,
 	    void *arg);

@@ -891,13 +891,28 @@ test_migrate(void)
 		   "DROP TRIGGER cursors_lease ON cursors; "
 		   "DROP FUNCTION queen_lease_index(); DROP TABLE leases; "
 		   "CREATE INDEX cursors_lease ON cursors (lease_id) "
-		   "WHERE lease_id IS NOT NULL; UPDATE queen_meta SET version "
-		   "= 2"),
+		   "WHERE lease_id IS NOT NULL; "
+		   "ALTER TABLE cursors DROP COLUMN ready_slot; "
+		   "ALTER TABLE cursors RESET (fillfactor); "
+		   "CREATE INDEX cursors_ready ON cursors "
+		   "(group_id, next_at, partition_id); "
+		   "UPDATE queen_meta SET version = 2"),
 	    0, "migrate: the schema made a version 2 one");
 	queen_close(q);
 	q = fix_reopen(&f);
-	is_int((int)sql_value(&f, "SELECT version FROM queen_meta"), 4,
-	    "migrate: version 4 after the open");
+	is_int((int)sql_value(&f, "SELECT version FROM queen_meta"), 5,
+	    "migrate: version 5 after the open");
+	/* version 5: the ready index holds next_at's 10 ms slot */
+	is_int((int)sql_value(&f,
+		   "SELECT count(*) FROM pg_indexes WHERE "
+		   "schemaname = current_schema() AND indexname = "
+		   "'cursors_ready' AND indexdef LIKE "
+		   "'%(group_id, ready_slot, partition_id)'"),
+	    1, "migrate: cursors_ready is on the slot");
+	is_int((int)sql_value(&f,
+		   "SELECT count(*) FROM cursors WHERE ready_slot <> CASE WHEN "
+		   "next_at < 0 THEN -1 ELSE next_at / 10 END"),
+	    0, "migrate: every cursor has its slot");
 	/* version 4: the name lookup of a dead letter has its order from
 	 * dlq_txid, whatever the planner's statistics */
 	is_int((int)sql_value(&f,
@@ -1003,6 +1018,92 @@ test_dlq_lookup(void)
 	    (long long)t0, (long long)t1);
 	ok(g1 - g0 < 10, "dlq lookup: %lld rows of the group's index read",
 	    (long long)(g1 - g0));
+	fix_close(&f);
+}
+
+/*
+ * n_tup_upd and n_tup_hot_upd of cursors once the backend has reported
+ * what came before (as txns_stats_now: a push elsewhere, each side of a
+ * second).
+ */
+static void
+cursor_stats_now(struct fix *f, struct queen *q, int64_t *upd, int64_t *hot)
+{
+	static int n;
+	char txid[16];
+
+	snprintf(txid, sizeof(txid), "c%d", ++n);
+	usleep(1200 * 1000);
+	push1(q, "elsewhere", NULL, txid, "x");
+	usleep(1200 * 1000);
+	*upd = sql_value(f,
+	    "SELECT n_tup_upd FROM pg_stat_user_tables WHERE "
+	    "schemaname = current_schema() AND relname = "
+	    "'cursors'");
+	*hot = sql_value(f,
+	    "SELECT n_tup_hot_upd FROM pg_stat_user_tables "
+	    "WHERE schemaname = current_schema() AND relname = "
+	    "'cursors'");
+}
+
+/*
+ * Pops and acks through a backlog are HOT updates of the cursor (schema
+ * version 5): a pop changes no indexed column, and an ack changes the
+ * ready index's slot of next_at only when the next message was pushed in
+ * another 10 ms.  40 messages pushed 3 ms apart (the fixture's clock),
+ * popped and acked one at a time: every pop, and every ack whose next
+ * message is in its message's slot, must be HOT (with next_at itself in
+ * the index, before version 5, no ack was).
+ */
+static void
+test_hot_acks(void)
+{
+	enum { N = 40 };
+	struct fix f;
+	struct queen *q = fix_open(&f, "pgm-hot");
+	struct queen_ack_result ar;
+	struct queen_batch *b;
+	int64_t at[N], u0 = 0, h0 = 0, u1 = 0, h1 = 0;
+	char txid[16];
+	int i, same = 0, ok_all = 1;
+
+	for (i = 0; i < N; i++) {
+		snprintf(txid, sizeof(txid), "h%02d", i);
+		if (push1(q, "hot", NULL, txid, "x") < 0)
+			ok_all = 0;
+		f.now += 3;
+	}
+	/* the first pair makes the cursor what it will be */
+	for (i = 0; i < N - 1 && ok_all; i++) {
+		if (i == 1)
+			cursor_stats_now(&f, q, &u0, &h0);
+		if (pop1(q, "hot", NULL, NULL, 1, &b) != 0 || b->n != 1) {
+			ok_all = 0;
+		} else {
+			at[i] = b->msgs[0].created_at;
+			if (ack1(q, "hot", NULL, NULL, b->msgs[0].txid,
+				"completed", b->lease_id, &ar) != 0 ||
+			    !ar.success)
+				ok_all = 0;
+		}
+		queen_batch_free(b);
+	}
+	ok(ok_all, "hot: %d pushed, %d popped and acked", N, N - 1);
+	at[N - 1] = -1;
+	if (ok_all && pop1(q, "hot", NULL, NULL, 1, &b) == 0 && b->n == 1)
+		at[N - 1] = b->msgs[0].created_at;
+	queen_batch_free(b);
+	for (i = 1; i < N - 1; i++)
+		same += at[i + 1] / 10 == at[i] / 10;
+	cursor_stats_now(&f, q, &u1, &h1);
+	diag("hot: %lld cursor updates, %lld HOT; %d of %d acks kept their "
+	     "slot",
+	    (long long)(u1 - u0), (long long)(h1 - h0), same, N - 2);
+	ok(same >= (N - 2) / 2, "hot: most next messages in their slot (%d)",
+	    same);
+	ok(h1 - h0 >= (N - 1) + same,
+	    "hot: every pop and every ack within a slot is HOT (%lld >= %d)",
+	    (long long)(h1 - h0), (N - 1) + same);
 	fix_close(&f);
 }
 
@@ -2376,6 +2477,7 @@ main(void)
 	test_events();
 	test_maint_locks();
 	test_migrate();
+	test_hot_acks();
 	test_dlq_lookup();
 	test_push_probe();
 	test_push_many_ahead();

@@ -44,14 +44,23 @@
 	"c.batch_end, c.lease_id, c.lease_expires_at, c.retry_count, " \
 	"c.next_at, " PART_P_COLS ", c.xmin = (SELECT o.xmin FROM cursors o " \
 	"WHERE o.partition_id = c.partition_id AND o.group_id = c.group_id)"
-#define READY_WHERE READY_WHERE_OF("$1", "$2", "$3", "$4")
+/*
+ * Ready cursors in the order of cursors_ready: the 10 ms slot of next_at
+ * (READY_SLOT, as the column is made: pg_schema.c's version 5), then the
+ * partition; after the row whose next_at and partition are at and pid.
+ * Each row's next_at is still checked against upto itself.
+ */
+#define READY_SLOT(at) "(CASE WHEN " at " < 0 THEN -1 ELSE " at " / 10 END)"
+#define READY_WHERE READY_WHERE_OF("$1", "$2::bigint", "$3::bigint", "$4")
 #define READY_WHERE_OF(gid, upto, at, pid) \
-	"WHERE c.group_id = " gid " AND c.next_at >= 0 AND c.next_at <= " \
-	upto " AND (c.next_at, c.partition_id) > (" at ", " pid ")"
+	"WHERE c.group_id = " gid " AND c.ready_slot >= 0 AND " \
+	"c.ready_slot <= " READY_SLOT(upto) " AND c.next_at >= 0 AND " \
+	"c.next_at <= " upto " AND (c.ready_slot, c.partition_id) > (" \
+	READY_SLOT(at) ", " pid ")"
+#define READY_ORDER " ORDER BY c.ready_slot, c.partition_id"
 #define CUR_READY \
 	READY_COLS " FROM cursors c JOIN partitions p " \
-	"ON p.id = c.partition_id " READY_WHERE \
-	" ORDER BY c.next_at, c.partition_id" READY_LIMIT
+	"ON p.id = c.partition_id " READY_WHERE READY_ORDER READY_LIMIT
 /*
  * The same inside a call that writes: the first row no other
  * transaction holds, without a lease live at $5, locked; so a pop locks
@@ -60,7 +69,8 @@
  * message after it, as msg_scan reads it (19; its payload NULL if over
  * AHEAD_MSG_MAX, its length at 26), which the pop reads next.
  */
-#define CUR_READY_ONE CUR_READY_ONE_OF("$1", "$2", "$3", "$4", "$5")
+#define CUR_READY_ONE \
+	CUR_READY_ONE_OF("$1", "$2::bigint", "$3::bigint", "$4", "$5")
 #define CUR_READY_ONE_OF(gid, upto, at, pid, now) \
 	READY_COLS ", m.* FROM cursors c JOIN partitions p " \
 	"ON p.id = c.partition_id " \
@@ -71,7 +81,7 @@
 	"id <= (p.id << 40) + 1099511627775 ORDER BY id LIMIT 1) m ON true " \
 	READY_WHERE_OF(gid, upto, at, pid) " AND (c.lease_id IS NULL OR " \
 	"c.lease_id = '' OR c.lease_expires_at <= " now ") " \
-	"ORDER BY c.next_at, c.partition_id LIMIT 1 FOR UPDATE OF c SKIP LOCKED"
+	READY_ORDER " LIMIT 1 FOR UPDATE OF c SKIP LOCKED"
 /* clang-format on */
 /* the keys of partition p's first message and first hash row */
 #define SHIFT_P "(p.id << " QUEEN_STR(OFFSET_BITS) ")"
@@ -403,7 +413,7 @@ static const struct stmt_def sql[ST__N] = {
 	    "SELECT r.*, " QUEUE_Q_COLS ", " GROUP_G_COLS " FROM queues q "
 	    "LEFT JOIN groups g ON g.queue_id = q.id AND g.name = $2 "
 	    "LEFT JOIN LATERAL (" CUR_READY_ONE_OF("g.id",
-		"$3::bigint - q.delay * 1000", "-1", "0",
+		"($3::bigint - q.delay * 1000)", "-1", "0",
 		"$3::bigint") ") r ON true WHERE q.name = $1" },
 	/* partition uuid, group name: the partition (columns from 0), its
 	 * queue (10) and the group (31), if any */

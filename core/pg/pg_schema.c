@@ -141,6 +141,24 @@ static const char *const steps[] = {
 	 */
 	"DROP INDEX dlq_txid;"
 	"CREATE INDEX dlq_txid ON dlq (queue_id, group_name, txid, id);",
+	/*
+	 * version 5: an ack moves a cursor's next_at to the push time of the
+	 * message after the span, and cursors_ready held next_at, so every
+	 * ack was a non-HOT update of the hottest rows (a new entry in both
+	 * of the table's indexes).  The index holds the 10 ms slot of next_at
+	 * instead (-1 while caught up): an ack leaves it as it was while the
+	 * next message was pushed within the same 10 ms, as under a backlog,
+	 * and is then a HOT update, as a pop is.  Partitions whose oldest
+	 * waiting messages were pushed within one slot are served in
+	 * partition order (db_pg.c's READY_WHERE_OF).  Half of each page is
+	 * left free for the new versions of its rows.
+	 */
+	"ALTER TABLE cursors SET (fillfactor = 50);"
+	"ALTER TABLE cursors ADD COLUMN ready_slot BIGINT GENERATED ALWAYS AS"
+	" (CASE WHEN next_at < 0 THEN -1 ELSE next_at / 10 END) STORED;"
+	"DROP INDEX cursors_ready;"
+	"CREATE INDEX cursors_ready ON cursors"
+	" (group_id, ready_slot, partition_id);",
 };
 
 #define NSTEPS ((int)(sizeof(steps) / sizeof(steps[0])))

@@ -7,6 +7,9 @@
 #                                messages and a reader waiting on A
 #   cycle OPS NOTIFIES           push, pop, ack cycles through A
 #   hot TABLE UPD HOT_UPD        pg_stat_user_tables over the cycles
+#   backlog OPS                  a producer and a consumer at once
+#                                through A, the producer ahead (qcycle)
+#   hotb TABLE UPD HOT_UPD       pg_stat_user_tables over those
 #   idle STMTS LOCKING           statements a daemon sends a second when
 #                                idle with 1000 partitions, and how many
 #                                of them lock rows (FOR UPDATE)
@@ -119,6 +122,17 @@ echo "cycle ${out%% *} $(count cycles)"
 sql "SELECT relname, n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables
     WHERE schemaname = '$SCHEMA' AND n_tup_upd > 0 ORDER BY relname" |
     tr '|' ' ' | sed 's/^/hot /'
+
+# the same with a backlog: the consumer's acks move through messages
+# pushed a moment apart, and its cursor is never caught up
+sql "SELECT pg_stat_reset()" >/dev/null
+mkdir "$A/queues/bl"
+out=$("$T/load" qcycle "$A/queues/bl" -p 1 -c 1 -d 10)
+sleep 2
+echo "backlog ${out%% *}"
+sql "SELECT relname, n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables
+    WHERE schemaname = '$SCHEMA' AND n_tup_upd > 0 ORDER BY relname" |
+    tr '|' ' ' | sed 's/^/hotb /'
 
 # the idle tick with 1000 partitions: statements a second per daemon, and
 # those that lock rows (log_statement = all on the private server, 5 s)
