@@ -893,6 +893,7 @@ test_migrate(void)
 		   "CREATE INDEX cursors_lease ON cursors (lease_id) "
 		   "WHERE lease_id IS NOT NULL; "
 		   "ALTER TABLE cursors DROP COLUMN ready_slot; "
+		   "DROP TABLE queen_flush; "
 		   "ALTER TABLE cursors RESET (fillfactor); "
 		   "CREATE INDEX cursors_ready ON cursors "
 		   "(group_id, next_at, partition_id); "
@@ -900,8 +901,8 @@ test_migrate(void)
 	    0, "migrate: the schema made a version 2 one");
 	queen_close(q);
 	q = fix_reopen(&f);
-	is_int((int)sql_value(&f, "SELECT version FROM queen_meta"), 5,
-	    "migrate: version 5 after the open");
+	is_int((int)sql_value(&f, "SELECT version FROM queen_meta"), 6,
+	    "migrate: version 6 after the open");
 	/* version 5: the ready index holds next_at's 10 ms slot */
 	is_int((int)sql_value(&f,
 		   "SELECT count(*) FROM pg_indexes WHERE "
@@ -1953,6 +1954,45 @@ own_flush(struct queen *q, const char *txid, const char *what)
 }
 
 /*
+ * A flush waits for no other session's (schema version 6).  Another
+ * session holds queen_meta's row, which every flush updated before, and
+ * a row of queen_flush of its own, in a transaction left open as a flush
+ * under way: b's deferred push and its sync go through meanwhile (before,
+ * the sync waited for that lock until lock_timeout and failed), and the
+ * other session is still in its transaction after them.
+ */
+static void
+test_flush_alone(void)
+{
+	struct fix f;
+	struct queen *a = fix_open(&f, "pgm-flush");
+	struct queen *b = open_sync(&f, QUEEN_SYNC_FULL);
+	PGconn *c = PQconnectdb(f.path);
+	PGresult *r;
+
+	is_int(push1(a, Q, "p3", "warm", "w"), 1, "flush: the queue");
+	own_flush(b, "f1", "flush: b's first flush");
+	r = PQexec(c, "SET idle_in_transaction_session_timeout = '20s'; "
+		      "BEGIN; UPDATE queen_meta SET version = version; "
+		      "INSERT INTO queen_flush VALUES (pg_backend_pid(), 0); "
+		      "UPDATE queen_flush SET flushes = flushes + 1 "
+		      "WHERE pid = pg_backend_pid()");
+	ok(PQresultStatus(r) == PGRES_COMMAND_OK,
+	    "flush: another session holds queen_meta's row and its own "
+	    "flush row");
+	PQclear(r);
+	own_flush(b, "f2", "flush: b's second flush, meanwhile");
+	r = PQexec(c, "SELECT 1");
+	ok(PQresultStatus(r) == PGRES_TUPLES_OK,
+	    "flush: the other session is still in its transaction");
+	PQclear(r);
+	PQclear(PQexec(c, "ROLLBACK"));
+	PQfinish(c);
+	queen_close(b);
+	fix_close(&f);
+}
+
+/*
  * A lease hands out only what is on the disk.  Another handle's push
  * committed without a flush (sync off): the lease of it must commit
  * durably, which flushes the WAL past that push.  A push a flush has
@@ -2488,6 +2528,7 @@ main(void)
 	test_sent_write_fails();
 	test_cursor_repair();
 	test_lease_durable();
+	test_flush_alone();
 	test_deferred_pop();
 	test_read_along();
 	test_find_by_name();

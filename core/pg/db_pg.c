@@ -1592,8 +1592,21 @@ pg_read_durable(struct store *s)
  * commit made before it began.
  */
 #define SYNC_SQL \
-	"UPDATE queen_meta SET version = version " \
+	"UPDATE queen_flush SET flushes = flushes + 1 " \
+	"WHERE pid = pg_backend_pid() " \
 	"RETURNING pg_snapshot_xmin(pg_current_snapshot())::text::bigint"
+/*
+ * The row it updates is the session's own (schema version 6): a row that
+ * every daemon's flush updated, queen_meta's, made each flush wait for the
+ * other daemons' to commit, their WAL flushes one after another instead of
+ * one for all.  The rows of sessions gone are dropped as a session starts.
+ */
+#define SYNC_SETUP \
+	"SET synchronous_commit = on; SET lock_timeout = '5s'; " \
+	"INSERT INTO queen_flush VALUES (pg_backend_pid(), 0) " \
+	"ON CONFLICT (pid) DO NOTHING; " \
+	"DELETE FROM queen_flush WHERE pid <> pg_backend_pid() AND pid NOT IN " \
+	"(SELECT pid FROM pg_stat_activity WHERE pid IS NOT NULL)"
 
 static int
 pg_sync(struct store *s)
@@ -1625,7 +1638,7 @@ pg_sync(struct store *s)
 	 * The commit must write WAL of its own: one that only took an xid
 	 * (txid_current()) writes nothing before its commit record, and
 	 * PostgreSQL commits it without a flush or a wait for the standby.
-	 * A row's update does both.
+	 * A row's update does both: the session's row of queen_flush.
 	 */
 	/* committed (and flushed) before the answer, which names the
 	 * oldest xid running when it began: it covers the commits of that
@@ -1634,7 +1647,7 @@ pg_sync(struct store *s)
 	if (!s->sync_set) {
 		bool ok;
 
-		r = PQexec(s->syncc, "SET synchronous_commit = on");
+		r = PQexec(s->syncc, SYNC_SETUP);
 		ok = PQresultStatus(r) == PGRES_COMMAND_OK;
 		PQclear(r);
 		if (ok) {

@@ -159,6 +159,13 @@ static const char *const steps[] = {
 	"DROP INDEX cursors_ready;"
 	"CREATE INDEX cursors_ready ON cursors"
 	" (group_id, ready_slot, partition_id);",
+	/*
+	 * version 6: the flush that makes a daemon's commits durable updates
+	 * a row of its session's own (db_pg.c's SYNC_SQL), not queen_meta's,
+	 * which every daemon's flush locked in turn.
+	 */
+	"CREATE TABLE queen_flush ("
+	" pid INTEGER PRIMARY KEY, flushes BIGINT NOT NULL);",
 };
 
 #define NSTEPS ((int)(sizeof(steps) / sizeof(steps[0])))
