@@ -1972,11 +1972,12 @@ test_flush_alone(void)
 
 	is_int(push1(a, Q, "p3", "warm", "w"), 1, "flush: the queue");
 	own_flush(b, "f1", "flush: b's first flush");
-	r = PQexec(c, "SET idle_in_transaction_session_timeout = '20s'; "
-		      "BEGIN; UPDATE queen_meta SET version = version; "
-		      "INSERT INTO queen_flush VALUES (pg_backend_pid(), 0); "
-		      "UPDATE queen_flush SET flushes = flushes + 1 "
-		      "WHERE pid = pg_backend_pid()");
+	r = PQexec(c,
+	    "SET idle_in_transaction_session_timeout = '20s'; "
+	    "BEGIN; UPDATE queen_meta SET version = version; "
+	    "INSERT INTO queen_flush VALUES (pg_backend_pid(), 0); "
+	    "UPDATE queen_flush SET flushes = flushes + 1 "
+	    "WHERE pid = pg_backend_pid()");
 	ok(PQresultStatus(r) == PGRES_COMMAND_OK,
 	    "flush: another session holds queen_meta's row and its own "
 	    "flush row");
