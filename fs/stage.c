@@ -259,8 +259,8 @@ pwrite_all(int fd, struct iovec *iov, int n, off_t off)
 }
 
 /*
- * Under jmu: make g's file reach past a record of n bytes at its end, a
- * megabyte at a time, ahead of the records.  An fdatasync after a write
+ * Under jmu: make g's file reach past a record of n bytes at its end,
+ * SEG_GROW at a time, ahead of the records.  An fdatasync after a write
  * that grows a file writes its inode too, a second I/O on the disk's
  * queue (on ext4, 145 us against 105 us a sync here); within the
  * allocated size it writes only the data.  The allocated tail reads as

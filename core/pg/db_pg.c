@@ -1605,9 +1605,9 @@ pg_read_durable(struct store *s)
 	"SET synchronous_commit = on; SET lock_timeout = '5s'; " \
 	"INSERT INTO queen_flush VALUES (pg_backend_pid(), 0) " \
 	"ON CONFLICT (pid) DO NOTHING; " \
-	"DELETE FROM queen_flush WHERE pid <> pg_backend_pid() AND pid NOT " \
-	"IN " \
-	"(SELECT pid FROM pg_stat_activity WHERE pid IS NOT NULL)"
+	"DELETE FROM queen_flush WHERE pid <> pg_backend_pid() " \
+	"AND pid NOT IN (SELECT pid FROM pg_stat_activity " \
+	"WHERE pid IS NOT NULL)"
 
 static int
 pg_sync(struct store *s)
