@@ -25,6 +25,7 @@
 #include <linux/fuse.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
@@ -141,22 +142,26 @@ read_one(int fd, void *buf, size_t len, uint64_t *wait_for, int *err)
 /*
  * Sleep until the device has a request (or is gone), on this worker's
  * epoll instance: exclusive, so that a request wakes one idle worker, not
- * all.  Without one (no descriptor left), poll(2) does the same for every
- * idle worker at once.
+ * all.  Without one (no descriptor left, or a kernel without
+ * EPOLLEXCLUSIVE), poll(2) does the same for every idle worker at once.
  */
 static void
 wait_ready(int fd)
 {
+	static atomic_bool no_excl; /* a kernel before 4.5 refused the flag */
 	uintptr_t v = (uintptr_t)pthread_getspecific(ep_key);
 	struct epoll_event ev = { .events = EPOLLIN | EPOLLEXCLUSIVE };
 	struct pollfd pf = { .fd = fd, .events = POLLIN };
 	int ep;
 
-	if (v == 0 && (ep = epoll_create1(EPOLL_CLOEXEC)) >= 0) {
+	if (v == 0 && !atomic_load(&no_excl) &&
+	    (ep = epoll_create1(EPOLL_CLOEXEC)) >= 0) {
 		if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) == 0) {
 			v = (uintptr_t)ep + 1;
 			pthread_setspecific(ep_key, (void *)v);
 		} else {
+			if (errno == EINVAL)
+				atomic_store(&no_excl, true);
 			close(ep);
 		}
 	}
