@@ -1988,6 +1988,17 @@ test_flush_alone(void)
 	    "flush: the other session is still in its transaction");
 	PQclear(r);
 	PQclear(PQexec(c, "ROLLBACK"));
+	/* the rows gone (by hand, say): the next flush writes its own again
+	 * (before, it updated no row, which writes no WAL, and the sync
+	 * failed as a lost connection) */
+	r = PQexec(c, "DELETE FROM queen_flush");
+	ok(PQresultStatus(r) == PGRES_COMMAND_OK, "flush: its rows deleted");
+	PQclear(r);
+	is_int(sql_value(&f, "SELECT count(*) FROM queen_flush"), 0,
+	    "flush: no row left");
+	own_flush(b, "f3", "flush: b's flush after that");
+	is_int(sql_value(&f, "SELECT count(*) FROM queen_flush"), 1,
+	    "flush: b's row made again");
 	PQfinish(c);
 	queen_close(b);
 	fix_close(&f);

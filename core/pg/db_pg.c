@@ -1592,19 +1592,20 @@ pg_read_durable(struct store *s)
  * commit made before it began.
  */
 #define SYNC_SQL \
-	"UPDATE queen_flush SET flushes = flushes + 1 " \
-	"WHERE pid = pg_backend_pid() " \
+	"INSERT INTO queen_flush VALUES (pg_backend_pid(), 1) " \
+	"ON CONFLICT (pid) DO UPDATE SET flushes = queen_flush.flushes + 1 " \
 	"RETURNING pg_snapshot_xmin(pg_current_snapshot())::text::bigint"
 /*
- * The row it updates is the session's own (schema version 6): a row that
+ * The row it writes is the session's own (schema version 6): a row that
  * every daemon's flush updated, queen_meta's, made each flush wait for the
  * other daemons' to commit, their WAL flushes one after another instead of
- * one for all.  The rows of sessions gone are dropped as a session starts.
+ * one for all.  Written by an upsert, so that a row deleted meanwhile (by
+ * hand, or as a dead session's) is made again rather than updated as no
+ * row, which would write no WAL and flush nothing.  The rows of sessions
+ * gone are dropped as a session starts.
  */
 #define SYNC_SETUP \
 	"SET synchronous_commit = on; SET lock_timeout = '5s'; " \
-	"INSERT INTO queen_flush VALUES (pg_backend_pid(), 0) " \
-	"ON CONFLICT (pid) DO NOTHING; " \
 	"DELETE FROM queen_flush WHERE pid <> pg_backend_pid() " \
 	"AND pid NOT IN (SELECT pid FROM pg_stat_activity " \
 	"WHERE pid IS NOT NULL)"
