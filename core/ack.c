@@ -311,40 +311,124 @@ same_unit(const struct unit *u, const struct part_row *p,
 }
 
 /*
+ * The order in which an ack's rows are locked.  A store that locks rows
+ * (PostgreSQL) locks a partition's as an item names it (resolve_target)
+ * and a cursor's as a lease leads to it, then each unit's cursor: two
+ * calls that took the same rows in different orders could each hold one
+ * the other waits for, and the server fails one of them (a deadlock).  So
+ * the items are resolved by what they name, the way resolve_target reads
+ * it: by partition id, then by queue and partition names (as a push
+ * takes its partitions), then by lease; and the units run in the order of
+ * their cursors, each unit after the others of its cursor that came first
+ * in the request.  The answers stay in the request's order.
+ */
+struct by_name {
+	const struct queen_ack_item *it;
+	size_t i;
+};
+
+static int
+target_kind(const struct queen_ack_item *it)
+{
+	if (it->partition_uuid && it->partition_uuid[0])
+		return 0;
+	if (it->queue)
+		return 1;
+	return it->lease_id && it->lease_id[0] ? 2 : 3;
+}
+
+static int
+cmp_str(const char *a, const char *b)
+{
+	return strcmp(a ? a : "", b ? b : "");
+}
+
+static const char *
+part_name(const struct queen_ack_item *it)
+{
+	return it->partition ? it->partition : QUEEN_DEFAULT_PARTITION;
+}
+
+static int
+by_target(const void *a, const void *b)
+{
+	const struct by_name *x = a, *y = b;
+	int kx = target_kind(x->it), ky = target_kind(y->it), c = 0;
+
+	if (kx != ky)
+		return kx < ky ? -1 : 1;
+	if (kx == 0)
+		c = cmp_str(x->it->partition_uuid, y->it->partition_uuid);
+	else if (kx == 1 && (c = cmp_str(x->it->queue, y->it->queue)) == 0)
+		c = strcmp(part_name(x->it), part_name(y->it));
+	else if (kx == 2)
+		c = cmp_str(x->it->lease_id, y->it->lease_id);
+	if (c)
+		return c;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
+static int
+by_cursor(const void *a, const void *b)
+{
+	const struct unit *x = a, *y = b;
+
+	if (x->p.id != y->p.id)
+		return x->p.id < y->p.id ? -1 : 1;
+	if (x->g.id != y->g.id)
+		return x->g.id < y->g.id ? -1 : 1;
+	/* the first of its items in the request (an empty unit last) */
+	if (!x->n || !y->n)
+		return !x->n - !y->n;
+	return x->idx[0] < y->idx[0] ? -1 : x->idx[0] > y->idx[0];
+}
+
+/*
  * The shared body of queen_ack and of a transaction's acks.  With fence,
- * the first refusal fails the call (the caller rolls back).
+ * the first refusal fails the call (the caller rolls back); the item
+ * refused carries the error.
  */
 int
 ack_items(struct queen *q, const struct queen_ack_item *items, size_t n,
     struct queen_ack_result *res, bool fence)
 {
 	struct unit *units;
-	size_t *idx, nu = 0, i, j;
+	struct by_name *ord;
+	size_t *idx, nu = 0, i, j, k;
 	int rc = 0;
 
 	lease_moves();
 	units = calloc(n ? n : 1, sizeof(*units));
 	idx = calloc(n ? n : 1, sizeof(*idx));
-	if (!units || !idx) {
+	ord = calloc(n ? n : 1, sizeof(*ord));
+	if (!units || !idx || !ord) {
 		free(units);
 		free(idx);
+		free(ord);
 		return -ENOMEM;
 	}
 	memset(res, 0, n * sizeof(*res));
-	/* group items, keeping request order within each unit */
 	for (i = 0; i < n; i++) {
+		ord[i].it = &items[i];
+		ord[i].i = i;
+	}
+	qsort(ord, n, sizeof(*ord), by_target);
+	/* group items, keeping request order within each unit */
+	for (k = 0; k < n; k++) {
 		struct queue_row qr;
 		struct part_row p;
 		struct group_row g;
-		const char *lease = items[i].lease_id && items[i].lease_id[0] ?
-		    items[i].lease_id : NULL;
+		const char *lease = NULL;
 
+		i = ord[k].i;
+		if (items[i].lease_id && items[i].lease_id[0])
+			lease = items[i].lease_id;
 		rc = resolve_target(q, &items[i], &qr, &p, &g);
 		if (rc == -ENOENT || rc == -EINVAL || rc == -ESTALE) {
-			if (fence)
-				goto out;
 			set_err(&res[i], rc, rc == -ENOENT ?
 			    QUEEN_E_UNRESOLVABLE : queen_errmsg(q));
+			if (fence)
+				goto out;
 			rc = 0;
 			continue;
 		}
@@ -374,16 +458,17 @@ ack_items(struct queen *q, const struct queen_ack_item *items, size_t n,
 			goto out;
 		}
 		for (j = 0; j < nu; j++) {
-			size_t k = 0;
+			size_t m = 0;
 
 			units[j].idx = flat + at;
 			for (i = 0; i < n; i++) {
 				if (idx[i] == j && (res[i].err == 0))
-					units[j].idx[k++] = i;
+					units[j].idx[m++] = i;
 			}
-			units[j].n = k;
-			at += k;
+			units[j].n = m;
+			at += m;
 		}
+		qsort(units, nu, sizeof(*units), by_cursor);
 		for (j = 0; j < nu && rc == 0; j++)
 			rc = ack_unit(q, items, &units[j], res, fence);
 		free(flat);
@@ -391,6 +476,7 @@ ack_items(struct queen *q, const struct queen_ack_item *items, size_t n,
 out:
 	free(units);
 	free(idx);
+	free(ord);
 	return rc;
 }
 

@@ -305,9 +305,17 @@ apply(struct queen *q, const struct queen_txn *t, struct txn_res *tr)
 		free(acks);
 		if (rc == -ESTALE || rc == -ENOENT || rc == -EALREADY ||
 		    rc == -EINVAL) {
+			/* the item refused (ack_items runs them in the
+			 * order of their rows, not the request's) */
 			for (i = 0; i < t->nacks; i++) {
-				if (!r->acks[i].success)
+				if (r->acks[i].err)
 					break;
+			}
+			for (j = 0; i == t->nacks && j < t->nacks; j++) {
+				if (!r->acks[j].success) {
+					i = j;
+					break;
+				}
 			}
 			return refuse(r, QUEEN_TXN_REJECTED_ACK,
 			    i < t->nacks ? (int)i : -1, "%s", queen_errmsg(q));

@@ -1420,6 +1420,83 @@ test_push_order(void)
 	fix_close(&f);
 }
 
+struct aord_arg {
+	struct queen *q;
+	bool backwards;
+	int failed, refused;
+};
+
+/* ORD_ROUNDS acks of one message in each partition, one call each */
+static void *
+aord_thread(void *arg)
+{
+	static const char *const part[ORD_PARTS] = { "o1", "o2", "o3", "o4" };
+	struct aord_arg *a = arg;
+	struct queen_ack_item it[ORD_PARTS];
+	struct queen_ack_result r[ORD_PARTS];
+	char txid[ORD_PARTS][32];
+	int k, i, p;
+
+	for (k = 0; k < ORD_ROUNDS; k++) {
+		for (i = 0; i < ORD_PARTS; i++) {
+			p = a->backwards ? ORD_PARTS - 1 - i : i;
+			snprintf(txid[i], sizeof(txid[i]), "%c%d",
+			    a->backwards ? 'b' : 'f', k);
+			ack_item(&it[i], "aord", part[p], NULL, txid[i],
+			    "completed", NULL);
+		}
+		if (queen_ack(a->q, it, ORD_PARTS, r) != 0) {
+			if (a->failed++ == 0)
+				diag("ack order: %s", queen_errmsg(a->q));
+			continue;
+		}
+		for (i = 0; i < ORD_PARTS; i++)
+			a->refused += !r[i].success;
+	}
+	return NULL;
+}
+
+/*
+ * The same for acks by name: two handles ack one message in each of four
+ * partitions a call, one naming them forwards and one backwards.  An ack
+ * reads its partitions' rows locked and then locks their cursors; in the
+ * client's order, the two handles waited for each other in a ring and
+ * the server failed one as a deadlock.  Every ack is of a completed
+ * message: at or below the cursor it is a no-op, never a refusal.
+ */
+static void
+test_ack_order(void)
+{
+	static const char *const part[ORD_PARTS] = { "o1", "o2", "o3", "o4" };
+	struct fix f;
+	struct queen *a = fix_open(&f, "pgm-aorder");
+	struct queen *b = open_other(&f, NULL);
+	struct aord_arg x = { .q = a }, y = { .q = b, .backwards = true };
+	pthread_t tx, ty;
+	char txid[32];
+	int i, k;
+
+	for (i = 0; i < ORD_PARTS; i++)
+		for (k = 0; k < ORD_ROUNDS; k++) {
+			snprintf(txid, sizeof(txid), "f%d", k);
+			push1(a, "aord", part[i], txid, "x");
+			snprintf(txid, sizeof(txid), "b%d", k);
+			push1(a, "aord", part[i], txid, "x");
+		}
+	pthread_create(&tx, NULL, aord_thread, &x);
+	pthread_create(&ty, NULL, aord_thread, &y);
+	pthread_join(tx, NULL);
+	pthread_join(ty, NULL);
+	is_int(x.failed + y.failed, 0,
+	    "ack order: %d calls each way, none failed", ORD_ROUNDS);
+	is_int(x.refused + y.refused, 0, "ack order: no ack refused");
+	for (i = 0; i < ORD_PARTS; i++)
+		is_int(committed(a, "aord", NULL, part[i]), 2 * ORD_ROUNDS,
+		    "ack order: %s committed to its last message", part[i]);
+	queen_close(b);
+	fix_close(&f);
+}
+
 /*
  * How many sessions of app last ran a query that starts with what (or,
  * with unlike, does not); terminated, with terminate.
@@ -2540,6 +2617,7 @@ main(void)
 	test_sent_write_fails();
 	test_cursor_repair();
 	test_lease_durable();
+	test_ack_order();
 	test_flush_alone();
 	test_deferred_pop();
 	test_read_along();

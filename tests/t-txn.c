@@ -199,6 +199,50 @@ test_rejected_ack_wrong_lease(void)
 	fix_close(&f);
 }
 
+/*
+ * The refused ack is the one failedIndex names, whatever order the acks
+ * run in: they run in the order of the rows they lock (by partition and
+ * cursor), not the request's.  Partition pa is made first, so its cursor
+ * comes first: the ack refused there (a transactionId pa never had) runs
+ * before the request's first, and the index is still 1.  Then a partition
+ * that does not exist, named second: resolved first (by name), index 1.
+ */
+static void
+test_rejected_ack_index(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "txn-rejidx");
+	struct queen_txn_result *r = NULL;
+	struct queen_ack_item a[3];
+	struct queen_txn t = { 0 };
+
+	push1(q, Q, "pa", "a1", "x");
+	push1(q, Q, "pz", "z1", "x");
+	push1(q, Q, "pm", "m1", "x");
+	if (queen_group_ensure(q, Q, G) != 0)
+		diag("rejidx: group ensure failed");
+	ack_item(&a[0], Q, "pz", G, "z1", "completed", NULL);
+	ack_item(&a[1], Q, "pa", G, "never", "completed", NULL);
+	ack_item(&a[2], Q, "pm", G, "m1", "completed", NULL);
+	t.acks = a;
+	t.nacks = 3;
+	is_int(run(q, &t, &r), 0, "rejidx: verdict reached");
+	is_int(r->reason, QUEEN_TXN_REJECTED_ACK,
+	    "rejidx: an unknown transactionId is rejected_ack");
+	is_int(r->failed_index, 1, "rejidx: failedIndex names that ack");
+	queen_txn_result_free(r);
+	is_int(committed(q, Q, G, "pz"), 0, "rejidx: pz's ack rolled back");
+
+	ack_item(&a[1], Q, "nowhere", G, "a1", "completed", NULL);
+	is_int(run(q, &t, &r), 0, "rejidx: verdict reached (no partition)");
+	is_int(r->reason, QUEEN_TXN_REJECTED_ACK,
+	    "rejidx: an ack into no partition is rejected_ack");
+	is_int(r->failed_index, 1,
+	    "rejidx: failedIndex names that ack, not the first");
+	queen_txn_result_free(r);
+	fix_close(&f);
+}
+
 static void
 test_duplicate(void)
 {
@@ -1266,6 +1310,7 @@ main(void)
 {
 	plan_lazy();
 	test_rejected_ack_wrong_lease();
+	test_rejected_ack_index();
 	test_duplicate();
 	test_kv_exists();
 	test_kv_version();
