@@ -415,9 +415,9 @@ ack_items(struct queen *q, const struct queen_ack_item *items, size_t n,
 	qsort(ord, n, sizeof(*ord), by_target);
 	/* group items, keeping request order within each unit */
 	for (k = 0; k < n; k++) {
-		struct queue_row qr;
-		struct part_row p;
-		struct group_row g;
+		struct queue_row qr = { 0 };
+		struct part_row p = { 0 };
+		struct group_row g = { 0 };
 		const char *lease = NULL;
 
 		i = ord[k].i;
