@@ -383,6 +383,78 @@ by_cursor(const void *a, const void *b)
 	return x->idx[0] < y->idx[0] ? -1 : x->idx[0] > y->idx[0];
 }
 
+/* a lease's cursor, for leases_hold */
+struct held {
+	int64_t pid, gid;
+	size_t i;
+};
+
+static int
+by_held(const void *a, const void *b)
+{
+	const struct held *x = a, *y = b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->gid != y->gid)
+		return x->gid < y->gid ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/*
+ * The n leases each held and live, and their cursors read locked until
+ * the call ends (a transaction's required leases).  One is read so at
+ * once; several are looked up first and their cursors then locked in
+ * the order of the cursors, as ack_items locks those of its units, never
+ * in the order given, so that two calls never wait for each other in a
+ * ring.  *bad: the first lease refused in the order given, or n.
+ */
+int
+leases_hold(struct queen *q, const char *const *leases, size_t n, size_t *bad)
+{
+	int64_t now = queen_now(q);
+	struct cursor_row c;
+	struct held *h;
+	size_t i;
+	bool defer = n > 1;
+	int rc = 0;
+
+	*bad = n;
+	if (!(h = calloc(n ? n : 1, sizeof(*h))))
+		return -ENOMEM;
+	if (defer && q->ops->lock_defer)
+		q->ops->lock_defer(q->st, true);
+	for (i = 0; i < n; i++) {
+		rc = q->ops->cursor_by_lease(q->st, leases[i], &c);
+		if (rc == -ENOENT || (rc == 0 && c.lease_expires_at <= now)) {
+			*bad = i;
+			rc = 0;
+			break;
+		}
+		if (rc != 0)
+			break;
+		h[i] = (struct held){ c.partition_id, c.group_id, i };
+	}
+	if (defer && q->ops->lock_defer)
+		q->ops->lock_defer(q->st, false);
+	if (defer && rc == 0 && *bad == n) {
+		qsort(h, n, sizeof(*h), by_held);
+		for (i = 0; i < n && rc == 0; i++) {
+			rc = q->ops->cursor_get(q->st, h[i].pid, h[i].gid, &c);
+			if (rc == -ENOENT ||
+			    (rc == 0 &&
+				(strcmp(c.lease_id, leases[h[i].i]) != 0 ||
+				    c.lease_expires_at <= now))) {
+				if (h[i].i < *bad)
+					*bad = h[i].i;
+				rc = 0;
+			}
+		}
+	}
+	free(h);
+	return rc;
+}
+
 /*
  * The shared body of queen_ack and of a transaction's acks.  With fence,
  * the first refusal fails the call (the caller rolls back); the item
@@ -395,6 +467,7 @@ ack_items(struct queen *q, const struct queen_ack_item *items, size_t n,
 	struct unit *units;
 	struct by_name *ord;
 	size_t *idx, nu = 0, i, j, k;
+	bool defer;
 	int rc = 0;
 
 	lease_moves();
@@ -413,6 +486,13 @@ ack_items(struct queen *q, const struct queen_ack_item *items, size_t n,
 		ord[i].i = i;
 	}
 	qsort(ord, n, sizeof(*ord), by_target);
+	/* an item named by its lease alone is looked up through the lease,
+	 * whose random id orders nothing: where the store would lock its
+	 * cursor then, it is looked up unlocked and locked with the others,
+	 * in the order of the cursors, unless it is the call's one target */
+	defer = q->ops->lock_defer && n > 1 &&
+	    !(target_kind(ord[0].it) == 2 && target_kind(ord[n - 1].it) == 2 &&
+		strcmp(ord[0].it->lease_id, ord[n - 1].it->lease_id) == 0);
 	/* group items, keeping request order within each unit */
 	for (k = 0; k < n; k++) {
 		struct queue_row qr = { 0 };
@@ -423,7 +503,11 @@ ack_items(struct queen *q, const struct queen_ack_item *items, size_t n,
 		i = ord[k].i;
 		if (items[i].lease_id && items[i].lease_id[0])
 			lease = items[i].lease_id;
+		if (defer && target_kind(&items[i]) == 2)
+			q->ops->lock_defer(q->st, true);
 		rc = resolve_target(q, &items[i], &qr, &p, &g);
+		if (defer && target_kind(&items[i]) == 2)
+			q->ops->lock_defer(q->st, false);
 		if (rc == -ENOENT || rc == -EINVAL || rc == -ESTALE) {
 			set_err(&res[i], rc, rc == -ENOENT ?
 			    QUEEN_E_UNRESOLVABLE : queen_errmsg(q));

@@ -283,6 +283,12 @@ struct store_ops {
 	 * lookup of the lease, ahead of one of its first message) */
 	int (*lease_ahead)(struct store *st, const char *lease_id,
 	    const struct hash128 *h);
+	/* optional: on, the reads of a call that writes take no row lock
+	 * (a store that locks rows as it reads them) until it is called
+	 * off or the call ends: the engine looks several rows up to lock
+	 * them after, in an order of its own, so that two calls never
+	 * wait for each other in a ring */
+	void (*lock_defer)(struct store *st, bool on);
 	/* optional, the same for a lookup of a message by name: the
 	 * queue's row, the partition's, h's newest row in [head, tail] and
 	 * that message */
@@ -540,5 +546,7 @@ int dead_letter(struct queen *q, const struct queue_row *qr,
     int64_t retry_count, const char *error);
 int ack_items(struct queen *q, const struct queen_ack_item *items, size_t n,
     struct queen_ack_result *res, bool fence);
+int leases_hold(struct queen *q, const char *const *leases, size_t n,
+    size_t *bad);
 
 #endif

@@ -272,25 +272,31 @@ kv_read(struct queen *q, struct txn_res *tr, const struct queen_kv_op *o,
 	return own(tr, v);
 }
 
+/* the required leases, each held and live until the commit */
+static int
+hold_leases(struct queen *q, const struct queen_txn *t,
+    struct queen_txn_result *r)
+{
+	size_t bad;
+	int rc = leases_hold(q, t->required_leases, t->nleases, &bad);
+
+	if (rc == 0 && bad < t->nleases)
+		return refuse(r, QUEEN_TXN_REJECTED_ACK, (int)bad, "%s",
+		    QUEEN_E_LEASE);
+	return rc;
+}
+
 static int
 apply(struct queen *q, const struct queen_txn *t, struct txn_res *tr)
 {
 	struct queen_txn_result *r = &tr->pub;
 	struct queen_ack_item *acks = NULL;
-	struct cursor_row c;
 	size_t i, j, m = 0;
 	int dup = -1, rc = 0;
 
 	/* acks, fenced by their leases (or the one required lease) */
-	for (i = 0; i < t->nleases; i++) {
-		rc = q->ops->cursor_by_lease(q->st, t->required_leases[i], &c);
-		if (rc == -ENOENT || (rc == 0 &&
-		    c.lease_expires_at <= queen_now(q)))
-			return refuse(r, QUEEN_TXN_REJECTED_ACK, (int)i, "%s",
-			    QUEEN_E_LEASE);
-		if (rc != 0)
-			return rc;
-	}
+	if ((rc = hold_leases(q, t, r)) != 0)
+		return rc;
 	if (t->nacks) {
 		acks = calloc(t->nacks, sizeof(*acks));
 		if (!acks)

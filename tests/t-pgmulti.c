@@ -1497,6 +1497,169 @@ test_ack_order(void)
 	fix_close(&f);
 }
 
+struct alease_arg {
+	struct queen *q;
+	volatile bool *done;
+	bool txn; /* the acks as a transaction requiring the four leases */
+	int failed, refused, calls;
+};
+
+/* a's acks it[0..n-1] as one transaction that requires their leases */
+static int
+alease_txn(struct alease_arg *a, const struct queen_ack_item *it, size_t n,
+    struct queen_ack_result *r)
+{
+	const char *lease[ORD_PARTS];
+	struct queen_txn t = { 0 };
+	struct queen_txn_result *tr = NULL;
+	size_t i;
+	int rc;
+
+	for (i = 0; i < n; i++)
+		lease[i] = it[i].lease_id;
+	t.acks = it;
+	t.nacks = n;
+	t.required_leases = lease;
+	t.nleases = n;
+	rc = queen_txn(a->q, &t, &tr);
+	if (rc == 0 && tr->reason != QUEEN_TXN_OK)
+		diag("ack by lease: transaction refused: %s", tr->error);
+	for (i = 0; i < n && rc == 0; i++)
+		r[i] = tr->reason == QUEEN_TXN_OK ?
+		    tr->acks[i] :
+		    (struct queen_ack_result){ .success = false };
+	queen_txn_result_free(tr);
+	return rc;
+}
+
+/*
+ * ORD_ROUNDS times: a lease in each of the four partitions (a pop skips
+ * the cursors the other handle's ack holds: tried again), then one call
+ * acking the four by their leases alone (no queue, no partition)
+ */
+static void *
+alease_thread(void *arg)
+{
+	struct alease_arg *a = arg;
+	struct queen_batch *ba[ORD_PARTS] = { 0 };
+	struct queen_ack_item it[ORD_PARTS];
+	struct queen_ack_result r[ORD_PARTS];
+	int k, i, n, tries;
+
+	for (k = 0; k < ORD_ROUNDS; k++) {
+		for (n = 0, tries = 0; n < ORD_PARTS && tries < 10000;
+		     tries++) {
+			if (pop1(a->q, "alord", NULL, NULL, 1, &ba[n]) == 0 &&
+			    ba[n]->n == 1)
+				n++;
+			else if (ba[n]) {
+				queen_batch_free(ba[n]);
+				ba[n] = NULL;
+			}
+		}
+		for (i = 0; i < n; i++) {
+			memset(&it[i], 0, sizeof(it[i]));
+			it[i].txid = ba[i]->msgs[0].txid;
+			it[i].status = "completed";
+			it[i].lease_id = ba[i]->lease_id;
+		}
+		if (n > 0 &&
+		    (a->txn ? alease_txn(a, it, (size_t)n, r) :
+			      queen_ack(a->q, it, (size_t)n, r)) != 0) {
+			if (a->failed++ == 0)
+				diag("ack by lease: %s", queen_errmsg(a->q));
+		} else {
+			for (i = 0; i < n; i++)
+				a->refused += !r[i].success;
+		}
+		a->calls += n == ORD_PARTS;
+		for (i = 0; i < ORD_PARTS; i++) {
+			queen_batch_free(ba[i]);
+			ba[i] = NULL;
+		}
+	}
+	*a->done = true;
+	return NULL;
+}
+
+/* acks by name of each partition's first message, till the other ends */
+static void *
+aname_thread(void *arg)
+{
+	static const char *const part[ORD_PARTS] = { "o1", "o2", "o3", "o4" };
+	struct alease_arg *a = arg;
+	struct queen_ack_item it[ORD_PARTS];
+	struct queen_ack_result r[ORD_PARTS];
+	int i;
+
+	while (!*a->done) {
+		for (i = 0; i < ORD_PARTS; i++)
+			ack_item(&it[i], "alord", part[i], NULL, "w",
+			    "completed", NULL);
+		if (queen_ack(a->q, it, ORD_PARTS, r) != 0) {
+			if (a->failed++ == 0)
+				diag("ack by name: %s", queen_errmsg(a->q));
+			continue;
+		}
+		for (i = 0; i < ORD_PARTS; i++)
+			a->refused += !r[i].success;
+		a->calls++;
+	}
+	return NULL;
+}
+
+/*
+ * An ack named by its lease alone is found through the lease, whose id
+ * is random: one handle acks four leases a call that way while another
+ * acks by name, in the order of the partitions, a message of each that
+ * is acked already (a no-op that still locks its cursor).  When the
+ * lease lookups locked their cursors as they went, in the leases' order,
+ * the two locked the same cursors in orders that differ and the server
+ * failed one as a deadlock.  txn: the acks go as a transaction that
+ * requires the four leases, which it locked in the request's order.
+ */
+static void
+test_ack_lease_order(bool txn)
+{
+	static const char *const part[ORD_PARTS] = { "o1", "o2", "o3", "o4" };
+	const char *w = txn ? "txn of leases" : "ack by lease";
+	volatile bool done = false;
+	struct fix f;
+	struct queen *a = fix_open(&f, txn ? "pgm-altxn" : "pgm-alorder");
+	struct queen *b = open_other(&f, NULL);
+	struct alease_arg x = { .q = a, .done = &done, .txn = txn };
+	struct alease_arg y = { .q = b, .done = &done };
+	struct queen_ack_result ar;
+	pthread_t tx, ty;
+	char txid[32];
+	int i, k;
+
+	for (i = 0; i < ORD_PARTS; i++) {
+		push1(a, "alord", part[i], "w", "x");
+		ack1(a, "alord", part[i], NULL, "w", "completed", NULL, &ar);
+		for (k = 0; k < ORD_ROUNDS; k++) {
+			snprintf(txid, sizeof(txid), "m%d", k);
+			push1(a, "alord", part[i], txid, "x");
+		}
+	}
+	pthread_create(&ty, NULL, aname_thread, &y);
+	pthread_create(&tx, NULL, alease_thread, &x);
+	pthread_join(tx, NULL);
+	pthread_join(ty, NULL);
+	is_int(x.calls, ORD_ROUNDS, "%s: each round leased all %d partitions",
+	    w, ORD_PARTS);
+	is_int(x.failed + y.failed, 0,
+	    "%s: %d calls by lease, %d by name, none failed", w, x.calls,
+	    y.calls);
+	is_int(x.refused + y.refused, 0, "%s: no ack refused", w);
+	ok(y.calls > 0, "%s: the acks by name ran meanwhile", w);
+	for (i = 0; i < ORD_PARTS; i++)
+		is_int(committed(a, "alord", NULL, part[i]), 1 + ORD_ROUNDS,
+		    "%s: %s committed to its last message", w, part[i]);
+	queen_close(b);
+	fix_close(&f);
+}
+
 /*
  * How many sessions of app last ran a query that starts with what (or,
  * with unlike, does not); terminated, with terminate.
@@ -2618,6 +2781,8 @@ main(void)
 	test_cursor_repair();
 	test_lease_durable();
 	test_ack_order();
+	test_ack_lease_order(false);
+	test_ack_lease_order(true);
 	test_flush_alone();
 	test_deferred_pop();
 	test_read_along();

@@ -1088,6 +1088,44 @@ test_required_leases(void)
 	is_int(committed(q, Q, G, "pb"), 0, "req: pb cursor untouched");
 	fix_close(&f);
 
+	/* two required leases: each held, the refused one named in the
+	 * request's order (their cursors are locked in their own order) */
+	q = fix_open(&f, "txn-req-two");
+	pushn(q, Q, "pa", "a", 3);
+	pushn(q, Q, "pb", "b", 3);
+	is_int(pop1(q, Q, "pb", G, 3, &b), 0, "req two: pop pb");
+	snprintf(lb, sizeof(lb), "%s", b ? b->lease_id : "");
+	queen_batch_free(b);
+	is_int(pop1(q, Q, "pa", G, 3, &b), 0, "req two: pop pa");
+	snprintf(la, sizeof(la), "%s", b ? b->lease_id : "");
+	queen_batch_free(b);
+	step_init(&s, "a1", la, "receipt-1");
+	s.ack[0].partition = "pa";
+	s.leases[0] = la;
+	s.leases[1] = "0190aaaa-0000-7000-8000-000000000000";
+	s.t.nleases = 2;
+	is_int(run(q, &s.t, &r), 0,
+	    "req two: verdict reached (second unknown)");
+	is_int(r->reason, QUEEN_TXN_REJECTED_ACK,
+	    "req two: an unknown second lease is rejected_ack");
+	is_int(r->failed_index, 1, "req two: failedIndex names the second");
+	queen_txn_result_free(r);
+	s.leases[0] = s.leases[1];
+	s.leases[1] = lb;
+	is_int(run(q, &s.t, &r), 0, "req two: verdict reached (first unknown)");
+	is_int(r->failed_index, 0, "req two: failedIndex names the first");
+	queen_txn_result_free(r);
+	is_int(committed(q, Q, G, "pa"), 0, "req two: pa cursor unchanged");
+	s.leases[0] = lb;
+	s.leases[1] = la;
+	is_int(run(q, &s.t, &r), 0, "req two: verdict reached (both held)");
+	is_int(r->reason, QUEEN_TXN_OK, "req two: under both it commits");
+	queen_txn_result_free(r);
+	is_int(committed(q, Q, G, "pa"), 1, "req two: pa cursor moved to 1");
+	is_int(queen_lease_get(q, lb, &li), 0, "req two: pb's lease held");
+	is_int(tail_of(q, OUT, NULL), 1, "req two: the receipt pushed once");
+	fix_close(&f);
+
 	/* an expired required lease refuses the call, even with no acks */
 	q = setup(&f, "txn-req-expired", false);
 	take(q, 3, la);

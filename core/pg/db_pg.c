@@ -1097,8 +1097,16 @@ changed_or_enoent(struct store *s, enum stmt id, const struct args *a)
 enum stmt
 locked(const struct store *s, enum stmt id)
 {
-	return s->in_tx && !s->ro && (!s->batch || s->sp > 0) ?
-	    LOCKED_TWIN(id) : id;
+	return s->in_tx && !s->ro && !s->nolock && (!s->batch || s->sp > 0) ?
+	    LOCKED_TWIN(id) :
+	    id;
+}
+
+/* The engine looks rows up to lock them later, in an order of its own. */
+void
+pg_lock_defer(struct store *s, bool on)
+{
+	s->nolock = on;
 }
 
 /* Binary integers of any width; NULL is 0. */
@@ -1158,6 +1166,7 @@ static void
 tx_reset(struct store *s, bool in_tx)
 {
 	s->in_tx = in_tx;
+	s->nolock = false;
 	s->poisoned = false;
 	pg_prefetch_end(s);
 	pg_append_drop(s);
@@ -1732,6 +1741,7 @@ static const struct store_ops pg_ops = {
 	.pop_ahead = pg_pop_ahead,
 	.ack_ahead = pg_ack_ahead,
 	.lease_ahead = pg_lease_ahead,
+	.lock_defer = pg_lock_defer,
 	.find_ahead = pg_find_ahead,
 	.txn_time = pg_txn_time,
 	.txn_purge = pg_txn_purge,

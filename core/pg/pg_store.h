@@ -127,6 +127,7 @@ struct store {
 	bool in_tx;
 	bool batch;             /* in_tx holds a batch: see locked() */
 	int sp;                 /* savepoints open */
+	bool nolock;            /* lock_defer: reads take no row lock */
 	bool broken;            /* the connection failed: reset before use */
 	/* it carried a message over PG_BUF_KEEP: replaced when idle (see
 	 * pg_recycle); not before this CLOCK_MONOTONIC time after a try
@@ -337,6 +338,7 @@ int pg_wake_announce(struct store *s, int64_t qid, int64_t pid, int64_t at,
     bool always);
 uint64_t pg_announced(struct store *s);
 int pg_lease_ahead(struct store *s, const char *lease, const struct hash128 *h);
+void pg_lock_defer(struct store *s, bool on);
 int pg_find_ahead(struct store *s, const char *queue, const char *part,
     const struct hash128 *h);
 int pg_scan_rows(struct store *s, PGresult *r, int row, int k, int64_t pid,
