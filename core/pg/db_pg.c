@@ -139,12 +139,13 @@
 	"FROM txns WHERE id >= " SHIFT_P " AND id < " SHIFT_P1 " ORDER BY id " \
 	"DESC LIMIT 1) t ON true WHERE q.name = $1"
 #define PUSH_AHEAD PUSH_AHEAD_COLS("")
-/* and those of the hashes $4 the partition holds from txns_start up */
+/* and those of the hashes $4 the partition holds from txns_start up,
+ * where the queue dedups (pg_push_ahead reads them only then) */
 #define PUSH_AHEAD_MANY_COL \
 	", (SELECT array_agg(h.hash) FROM " HASHES_OF("$4") \
 	" CROSS JOIN LATERAL (SELECT 1 FROM txns WHERE hash = h.hash " \
 	"AND id >= " SHIFT_P " + greatest(p.txns_start, 1) " \
-	"AND id < " SHIFT_P1 " LIMIT 1) x)"
+	"AND id < " SHIFT_P1 " LIMIT 1) x WHERE q.dedup_window > 0)"
 #define PUSH_AHEAD_MANY PUSH_AHEAD_COLS(PUSH_AHEAD_MANY_COL)
 /* clang-format on */
 /*
