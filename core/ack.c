@@ -166,7 +166,15 @@ ack_unit(struct queen *q, const struct queen_ack_item *items,
 	size_t i;
 	int rc;
 
-	if ((rc = cursor_load(q, &u->p, &u->g, &c)) != 0)
+	/* a lease's cursor is not made: one gone since its lease was
+	 * looked up (unlocked, ack_items) went with its lease */
+	rc = u->lease ? q->ops->cursor_get(q->st, u->p.id, u->g.id, &c) :
+			cursor_load(q, &u->p, &u->g, &c);
+	if (rc == -ENOENT && u->lease) {
+		memset(&c, 0, sizeof(c));
+		rc = 0;
+	}
+	if (rc != 0)
 		return rc;
 	live = c.lease_id[0] && c.lease_expires_at > now;
 	if (u->lease && (!live || strcmp(c.lease_id, u->lease) != 0)) {
