@@ -391,7 +391,7 @@ by_cursor(const void *a, const void *b)
 	return x->idx[0] < y->idx[0] ? -1 : x->idx[0] > y->idx[0];
 }
 
-/* a lease's cursor, for leases_hold */
+/* a lease's cursor, looked up unlocked to be locked in cursor order */
 struct held {
 	int64_t pid, gid;
 	size_t i;
@@ -410,27 +410,20 @@ by_held(const void *a, const void *b)
 }
 
 /*
- * The n leases each held and live, and their cursors read locked until
- * the call ends (a transaction's required leases).  One is read so at
- * once; several are looked up first and their cursors then locked in
- * the order of the cursors, as ack_items locks those of its units, never
- * in the order given, so that two calls never wait for each other in a
- * ring.  *bad: the first lease refused in the order given, or n.
+ * The cursors of the n leases, each looked up without a lock (where the
+ * store can) and sorted into cursor order in h.  *bad: the first lease,
+ * in the order given, that is gone or expired (then h is not sorted).
  */
-int
-leases_hold(struct queen *q, const char *const *leases, size_t n, size_t *bad)
+static int
+leases_find(struct queen *q, const char *const *leases, size_t n,
+    struct held *h, size_t *bad)
 {
 	int64_t now = queen_now(q);
 	struct cursor_row c;
-	struct held *h;
 	size_t i;
-	bool defer = n > 1;
 	int rc = 0;
 
-	*bad = n;
-	if (!(h = calloc(n ? n : 1, sizeof(*h))))
-		return -ENOMEM;
-	if (defer && q->ops->lock_defer)
+	if (q->ops->lock_defer)
 		q->ops->lock_defer(q->st, true);
 	for (i = 0; i < n; i++) {
 		rc = q->ops->cursor_by_lease(q->st, leases[i], &c);
@@ -443,78 +436,112 @@ leases_hold(struct queen *q, const char *const *leases, size_t n, size_t *bad)
 			break;
 		h[i] = (struct held){ c.partition_id, c.group_id, i };
 	}
-	if (defer && q->ops->lock_defer)
+	if (q->ops->lock_defer)
 		q->ops->lock_defer(q->st, false);
-	if (defer && rc == 0 && *bad == n) {
+	if (rc == 0 && *bad == n)
 		qsort(h, n, sizeof(*h), by_held);
-		for (i = 0; i < n && rc == 0; i++) {
-			rc = q->ops->cursor_get(q->st, h[i].pid, h[i].gid, &c);
-			if (rc == -ENOENT ||
-			    (rc == 0 &&
-				(strcmp(c.lease_id, leases[h[i].i]) != 0 ||
-				    c.lease_expires_at <= now))) {
-				if (h[i].i < *bad)
-					*bad = h[i].i;
-				rc = 0;
-			}
-		}
+	return rc;
+}
+
+/* h's cursor read locked, its lease still there and live, or *bad */
+static int
+lease_lock(struct queen *q, const struct held *h, const char *const *leases,
+    size_t *bad)
+{
+	struct cursor_row c;
+	int rc = q->ops->cursor_get(q->st, h->pid, h->gid, &c);
+
+	if (rc == -ENOENT ||
+	    (rc == 0 &&
+		(strcmp(c.lease_id, leases[h->i]) != 0 ||
+		    c.lease_expires_at <= queen_now(q)))) {
+		if (h->i < *bad)
+			*bad = h->i;
+		rc = 0;
 	}
-	free(h);
 	return rc;
 }
 
 /*
- * The shared body of queen_ack and of a transaction's acks.  With fence,
- * the first refusal fails the call (the caller rolls back); the item
- * refused carries the error.
+ * The n leases each held and live, and their cursors read locked until
+ * the call ends (a transaction's required leases, with no acks).  One is
+ * read so at once; several are looked up first and their cursors then
+ * locked in cursor order, as ack_items locks those of its units, never in
+ * the order given, so that two calls never wait for each other in a ring.
+ * *bad: the first lease refused in the order given, or n.
  */
-int
-ack_items(struct queen *q, const struct queen_ack_item *items, size_t n,
-    struct queen_ack_result *res, bool fence)
+static int
+leases_hold(struct queen *q, const char *const *leases, size_t n, size_t *bad)
 {
-	struct unit *units;
-	struct by_name *ord;
-	size_t *idx, nu = 0, i, j, k;
-	bool defer;
+	struct cursor_row c;
+	struct held *h;
+	size_t i;
+	int rc;
+
+	*bad = n;
+	if (n == 1 || !q->ops->lock_defer) {
+		for (i = 0; i < n; i++) {
+			rc = q->ops->cursor_by_lease(q->st, leases[i], &c);
+			if (rc == -ENOENT ||
+			    (rc == 0 && c.lease_expires_at <= queen_now(q))) {
+				*bad = i;
+				return 0;
+			}
+			if (rc != 0)
+				return rc;
+		}
+		return 0;
+	}
+	if (!(h = calloc(n, sizeof(*h))))
+		return -ENOMEM;
+	rc = leases_find(q, leases, n, h, bad);
+	for (i = 0; rc == 0 && *bad == n && i < n; i++)
+		rc = lease_lock(q, &h[i], leases, bad);
+	free(h);
+	return rc;
+}
+
+/* whether every item names the one lease and nothing else */
+static bool
+one_lease(const struct by_name *ord, size_t n, const char *lease)
+{
+	return n > 0 && target_kind(ord[0].it) == 2 &&
+	    target_kind(ord[n - 1].it) == 2 &&
+	    strcmp(ord[0].it->lease_id, ord[n - 1].it->lease_id) == 0 &&
+	    (!lease || strcmp(ord[0].it->lease_id, lease) == 0);
+}
+
+/*
+ * The units of the items: each item resolved, in the order of what it
+ * names (by_target), and the units sorted into cursor order.  defer: an
+ * item named by its lease alone is looked up unlocked, its cursor locked
+ * later with the others.
+ */
+static int
+plan(struct queen *q, const struct queen_ack_item *items, size_t n,
+    const struct by_name *ord, bool defer, struct queen_ack_result *res,
+    bool fence, struct unit *units, size_t *nup, size_t *flat)
+{
+	size_t *idx, nu = 0, i, j, k, at = 0;
 	int rc = 0;
 
-	lease_moves();
-	units = calloc(n ? n : 1, sizeof(*units));
-	idx = calloc(n ? n : 1, sizeof(*idx));
-	ord = calloc(n ? n : 1, sizeof(*ord));
-	if (!units || !idx || !ord) {
-		free(units);
-		free(idx);
-		free(ord);
+	if (!(idx = calloc(n ? n : 1, sizeof(*idx))))
 		return -ENOMEM;
-	}
-	memset(res, 0, n * sizeof(*res));
-	for (i = 0; i < n; i++) {
-		ord[i].it = &items[i];
-		ord[i].i = i;
-	}
-	qsort(ord, n, sizeof(*ord), by_target);
-	/* an item named by its lease alone is looked up through the lease,
-	 * whose random id orders nothing: where the store would lock its
-	 * cursor then, it is looked up unlocked and locked with the others,
-	 * in the order of the cursors, unless it is the call's one target */
-	defer = q->ops->lock_defer && n > 1 &&
-	    !(target_kind(ord[0].it) == 2 && target_kind(ord[n - 1].it) == 2 &&
-		strcmp(ord[0].it->lease_id, ord[n - 1].it->lease_id) == 0);
 	/* group items, keeping request order within each unit */
 	for (k = 0; k < n; k++) {
 		struct queue_row qr = { 0 };
 		struct part_row p = { 0 };
 		struct group_row g = { 0 };
 		const char *lease = NULL;
+		bool off = defer && target_kind(ord[k].it) == 2;
 
 		i = ord[k].i;
 		if (items[i].lease_id && items[i].lease_id[0])
 			lease = items[i].lease_id;
-		if (defer && target_kind(&items[i]) == 2)
+		if (off)
 			q->ops->lock_defer(q->st, true);
 		rc = resolve_target(q, &items[i], &qr, &p, &g);
-		if (defer && target_kind(&items[i]) == 2)
+		if (off)
 			q->ops->lock_defer(q->st, false);
 		if (rc == -ENOENT || rc == -EINVAL || rc == -ESTALE) {
 			set_err(&res[i], rc, rc == -ENOENT ?
@@ -542,32 +569,101 @@ ack_items(struct queen *q, const struct queen_ack_item *items, size_t n,
 		idx[i] = j;
 	}
 	/* lay each unit's indices out contiguously */
-	{
-		size_t *flat = calloc(n ? n : 1, sizeof(*flat)), at = 0;
+	for (j = 0; j < nu; j++) {
+		size_t m = 0;
 
-		if (!flat) {
+		units[j].idx = flat + at;
+		for (i = 0; i < n; i++) {
+			if (idx[i] == j && res[i].err == 0)
+				units[j].idx[m++] = i;
+		}
+		units[j].n = m;
+		at += m;
+	}
+	qsort(units, nu, sizeof(*units), by_cursor);
+	*nup = nu;
+out:
+	free(idx);
+	return rc;
+}
+
+/*
+ * The shared body of queen_ack and of a transaction's acks.  With fence,
+ * the first refusal fails the call (the caller rolls back); the item
+ * refused carries the error.  leases: a transaction's required leases,
+ * each held and live until the call ends; *bad is the first refused, in
+ * the order given, or nleases.  Their cursors are locked with those of
+ * the units, all in cursor order.
+ */
+int
+ack_items(struct queen *q, const struct queen_ack_item *items, size_t n,
+    struct queen_ack_result *res, bool fence, const char *const *leases,
+    size_t nleases, size_t *bad)
+{
+	struct unit *units;
+	struct by_name *ord;
+	struct held *h = NULL;
+	size_t *flat, nu = 0, nh = 0, i, j;
+	bool held, defer;
+	int rc = 0;
+
+	*bad = nleases;
+	if (n == 0)
+		return leases_hold(q, leases, nleases, bad);
+	lease_moves();
+	units = calloc(n, sizeof(*units));
+	flat = calloc(n, sizeof(*flat));
+	ord = calloc(n, sizeof(*ord));
+	if (!units || !flat || !ord) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	memset(res, 0, n * sizeof(*res));
+	for (i = 0; i < n; i++) {
+		ord[i].it = &items[i];
+		ord[i].i = i;
+	}
+	qsort(ord, n, sizeof(*ord), by_target);
+	/* an item named by its lease alone is looked up through the lease,
+	 * whose random id orders nothing: where the store would lock its
+	 * cursor then, it is looked up unlocked and locked with the others,
+	 * in the order of the cursors, unless it is the call's one target;
+	 * so are the required leases, unless they are that one lease */
+	held = nleases > 0 && q->ops->lock_defer &&
+	    !(nleases == 1 && one_lease(ord, n, leases[0]));
+	defer = q->ops->lock_defer &&
+	    (held || (n > 1 && !one_lease(ord, n, NULL)));
+	if (held) {
+		if (!(h = calloc(nleases, sizeof(*h)))) {
 			rc = -ENOMEM;
 			goto out;
 		}
-		for (j = 0; j < nu; j++) {
-			size_t m = 0;
-
-			units[j].idx = flat + at;
-			for (i = 0; i < n; i++) {
-				if (idx[i] == j && (res[i].err == 0))
-					units[j].idx[m++] = i;
-			}
-			units[j].n = m;
-			at += m;
-		}
-		qsort(units, nu, sizeof(*units), by_cursor);
-		for (j = 0; j < nu && rc == 0; j++)
-			rc = ack_unit(q, items, &units[j], res, fence);
-		free(flat);
+		rc = leases_find(q, leases, nleases, h, bad);
+		if (rc != 0 || *bad < nleases)
+			goto out;
+		nh = nleases;
+	} else if ((rc = leases_hold(q, leases, nleases, bad)) != 0 ||
+	    *bad < nleases) {
+		goto out;
+	}
+	if ((rc = plan(q, items, n, ord, defer, res, fence, units, &nu,
+		 flat)) != 0)
+		goto out;
+	/* the units and the held leases' cursors, merged in cursor order:
+	 * a lease's cursor before a unit of the same one */
+	for (i = 0, j = 0; rc == 0 && *bad == nleases && (i < nh || j < nu);) {
+		if (i < nh &&
+		    (j == nu || h[i].pid < units[j].p.id ||
+			(h[i].pid == units[j].p.id &&
+			    h[i].gid <= units[j].g.id)))
+			rc = lease_lock(q, &h[i++], leases, bad);
+		else
+			rc = ack_unit(q, items, &units[j++], res, fence);
 	}
 out:
+	free(h);
 	free(units);
-	free(idx);
+	free(flat);
 	free(ord);
 	return rc;
 }
@@ -576,14 +672,14 @@ int
 queen_ack(struct queen *q, const struct queen_ack_item *items, size_t n,
     struct queen_ack_result *res)
 {
-	size_t i;
+	size_t i, bad;
 	int rc;
 
 	if (n == 0)
 		return 0;
 	if ((rc = tx_begin(q)) != 0)
 		goto fail;
-	rc = ack_items(q, items, n, res, false);
+	rc = ack_items(q, items, n, res, false, NULL, 0, &bad);
 	rc = tx_end(q, rc);
 	if (rc == 0)
 		return 0;

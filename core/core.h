@@ -545,8 +545,7 @@ int dead_letter(struct queen *q, const struct queue_row *qr,
     const struct part_row *p, const struct group_row *g, int64_t offset,
     int64_t retry_count, const char *error);
 int ack_items(struct queen *q, const struct queen_ack_item *items, size_t n,
-    struct queen_ack_result *res, bool fence);
-int leases_hold(struct queen *q, const char *const *leases, size_t n,
-    size_t *bad);
+    struct queen_ack_result *res, bool fence, const char *const *leases,
+    size_t nleases, size_t *bad);
 
 #endif

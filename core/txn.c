@@ -272,31 +272,16 @@ kv_read(struct queen *q, struct txn_res *tr, const struct queen_kv_op *o,
 	return own(tr, v);
 }
 
-/* the required leases, each held and live until the commit */
-static int
-hold_leases(struct queen *q, const struct queen_txn *t,
-    struct queen_txn_result *r)
-{
-	size_t bad;
-	int rc = leases_hold(q, t->required_leases, t->nleases, &bad);
-
-	if (rc == 0 && bad < t->nleases)
-		return refuse(r, QUEEN_TXN_REJECTED_ACK, (int)bad, "%s",
-		    QUEEN_E_LEASE);
-	return rc;
-}
-
 static int
 apply(struct queen *q, const struct queen_txn *t, struct txn_res *tr)
 {
 	struct queen_txn_result *r = &tr->pub;
 	struct queen_ack_item *acks = NULL;
-	size_t i, j, m = 0;
+	size_t i, j, m = 0, bad;
 	int dup = -1, rc = 0;
 
-	/* acks, fenced by their leases (or the one required lease) */
-	if ((rc = hold_leases(q, t, r)) != 0)
-		return rc;
+	/* acks, fenced by their leases (or the one required lease); the
+	 * required leases held and live until the commit */
 	if (t->nacks) {
 		acks = calloc(t->nacks, sizeof(*acks));
 		if (!acks)
@@ -307,28 +292,33 @@ apply(struct queen *q, const struct queen_txn *t, struct txn_res *tr)
 			    t->nleases == 1)
 				acks[i].lease_id = t->required_leases[0];
 		}
-		rc = ack_items(q, acks, t->nacks, r->acks, true);
-		free(acks);
-		if (rc == -ESTALE || rc == -ENOENT || rc == -EALREADY ||
-		    rc == -EINVAL) {
-			/* the item refused (ack_items runs them in the
-			 * order of their rows, not the request's) */
-			for (i = 0; i < t->nacks; i++) {
-				if (r->acks[i].err)
-					break;
-			}
-			for (j = 0; i == t->nacks && j < t->nacks; j++) {
-				if (!r->acks[j].success) {
-					i = j;
-					break;
-				}
-			}
-			return refuse(r, QUEEN_TXN_REJECTED_ACK,
-			    i < t->nacks ? (int)i : -1, "%s", queen_errmsg(q));
-		}
-		if (rc != 0)
-			return rc;
 	}
+	rc = ack_items(q, acks, t->nacks, r->acks, true, t->required_leases,
+	    t->nleases, &bad);
+	free(acks);
+	if (rc == 0 && bad < t->nleases)
+		return refuse(r, QUEEN_TXN_REJECTED_ACK, (int)bad, "%s",
+		    QUEEN_E_LEASE);
+	if (t->nacks &&
+	    (rc == -ESTALE || rc == -ENOENT || rc == -EALREADY ||
+		rc == -EINVAL)) {
+		/* the item refused (ack_items runs them in the
+		 * order of their rows, not the request's) */
+		for (i = 0; i < t->nacks; i++) {
+			if (r->acks[i].err)
+				break;
+		}
+		for (j = 0; i == t->nacks && j < t->nacks; j++) {
+			if (!r->acks[j].success) {
+				i = j;
+				break;
+			}
+		}
+		return refuse(r, QUEEN_TXN_REJECTED_ACK,
+		    i < t->nacks ? (int)i : -1, "%s", queen_errmsg(q));
+	}
+	if (rc != 0)
+		return rc;
 	/* pushes and their dedup */
 	if (t->npushes) {
 		rc = push_items(q, t->pushes, t->npushes, true, r->pushes, &dup);

@@ -1497,14 +1497,30 @@ test_ack_order(void)
 	fix_close(&f);
 }
 
+/* how alease_thread acks the four leases of a round */
+enum amode {
+	A_LEASE, /* one ack call, each item named by its lease alone */
+	A_TXN,   /* so, as a transaction requiring the four leases */
+	A_NAMES, /* a transaction requiring them, the items named by queue
+		     and partition */
+	A_CROSS, /* a transaction requiring the last two, the items named
+		     by partition id */
+};
+
+static const char *const amode_name[] = { "ack by lease", "txn of leases",
+	"txn of leases by names", "txn of two leases by ids" };
+
 struct alease_arg {
 	struct queen *q;
 	volatile bool *done;
-	bool txn; /* the acks as a transaction requiring the four leases */
+	enum amode mode;
 	int failed, refused, calls;
 };
 
-/* a's acks it[0..n-1] as one transaction that requires their leases */
+/*
+ * a's acks it[0..n-1] as one transaction that requires their leases (the
+ * last two of them, A_CROSS)
+ */
 static int
 alease_txn(struct alease_arg *a, const struct queen_ack_item *it, size_t n,
     struct queen_ack_result *r)
@@ -1512,18 +1528,19 @@ alease_txn(struct alease_arg *a, const struct queen_ack_item *it, size_t n,
 	const char *lease[ORD_PARTS];
 	struct queen_txn t = { 0 };
 	struct queen_txn_result *tr = NULL;
-	size_t i;
+	size_t i, from = a->mode == A_CROSS && n > 2 ? n - 2 : 0;
 	int rc;
 
-	for (i = 0; i < n; i++)
-		lease[i] = it[i].lease_id;
+	for (i = from; i < n; i++)
+		lease[i - from] = it[i].lease_id;
 	t.acks = it;
 	t.nacks = n;
 	t.required_leases = lease;
-	t.nleases = n;
+	t.nleases = n - from;
 	rc = queen_txn(a->q, &t, &tr);
 	if (rc == 0 && tr->reason != QUEEN_TXN_OK)
-		diag("ack by lease: transaction refused: %s", tr->error);
+		diag("%s: transaction refused: %s", amode_name[a->mode],
+		    tr->error);
 	for (i = 0; i < n && rc == 0; i++)
 		r[i] = tr->reason == QUEEN_TXN_OK ?
 		    tr->acks[i] :
@@ -1562,12 +1579,20 @@ alease_thread(void *arg)
 			it[i].txid = ba[i]->msgs[0].txid;
 			it[i].status = "completed";
 			it[i].lease_id = ba[i]->lease_id;
+			if (a->mode == A_NAMES) {
+				it[i].queue = ba[i]->queue;
+				it[i].partition = ba[i]->partition;
+			} else if (a->mode == A_CROSS) {
+				it[i].partition_uuid = ba[i]->partition_uuid;
+			}
 		}
 		if (n > 0 &&
-		    (a->txn ? alease_txn(a, it, (size_t)n, r) :
-			      queen_ack(a->q, it, (size_t)n, r)) != 0) {
+		    (a->mode != A_LEASE ?
+			    alease_txn(a, it, (size_t)n, r) :
+			    queen_ack(a->q, it, (size_t)n, r)) != 0) {
 			if (a->failed++ == 0)
-				diag("ack by lease: %s", queen_errmsg(a->q));
+				diag("%s: %s", amode_name[a->mode],
+				    queen_errmsg(a->q));
 		} else {
 			for (i = 0; i < n; i++)
 				a->refused += !r[i].success;
@@ -1577,6 +1602,10 @@ alease_thread(void *arg)
 			queen_batch_free(ba[i]);
 			ba[i] = NULL;
 		}
+		/* leases not acked stay held till they expire: no round
+		 * after a failed one could lease the four again */
+		if (a->failed || a->refused)
+			break;
 	}
 	*a->done = true;
 	return NULL;
@@ -1615,19 +1644,24 @@ aname_thread(void *arg)
  * is acked already (a no-op that still locks its cursor).  When the
  * lease lookups locked their cursors as they went, in the leases' order,
  * the two locked the same cursors in orders that differ and the server
- * failed one as a deadlock.  txn: the acks go as a transaction that
+ * failed one as a deadlock.  A_TXN: the acks go as a transaction that
  * requires the four leases, which it locked in the request's order.
+ * A_NAMES: it locked the leases' cursors, then the partitions its items
+ * name, which the acks by name lock before those cursors.  A_CROSS: it
+ * locked the two leases' cursors, then those of its items in their order.
  */
 static void
-test_ack_lease_order(bool txn)
+test_ack_lease_order(enum amode mode)
 {
 	static const char *const part[ORD_PARTS] = { "o1", "o2", "o3", "o4" };
-	const char *w = txn ? "txn of leases" : "ack by lease";
+	static const char *const schema[] = { "pgm-alorder", "pgm-altxn",
+		"pgm-alnames", "pgm-alcross" };
+	const char *w = amode_name[mode];
 	volatile bool done = false;
 	struct fix f;
-	struct queen *a = fix_open(&f, txn ? "pgm-altxn" : "pgm-alorder");
+	struct queen *a = fix_open(&f, schema[mode]);
 	struct queen *b = open_other(&f, NULL);
-	struct alease_arg x = { .q = a, .done = &done, .txn = txn };
+	struct alease_arg x = { .q = a, .done = &done, .mode = mode };
 	struct alease_arg y = { .q = b, .done = &done };
 	struct queen_ack_result ar;
 	pthread_t tx, ty;
@@ -2781,8 +2815,10 @@ main(void)
 	test_cursor_repair();
 	test_lease_durable();
 	test_ack_order();
-	test_ack_lease_order(false);
-	test_ack_lease_order(true);
+	test_ack_lease_order(A_LEASE);
+	test_ack_lease_order(A_TXN);
+	test_ack_lease_order(A_NAMES);
+	test_ack_lease_order(A_CROSS);
 	test_flush_alone();
 	test_deferred_pop();
 	test_read_along();
