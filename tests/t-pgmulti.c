@@ -1695,6 +1695,48 @@ test_ack_lease_order(enum amode mode)
 }
 
 /*
+ * A transaction as Queen's clients send one: it requires the lease of
+ * the message it acks (named by partition id) and pushes the next step.
+ * Its round trips, the flush's included: 6, before its lease was locked
+ * in cursor order with its acks and since.
+ */
+static void
+test_txn_round_trips(void)
+{
+	struct fix f;
+	struct queen *a = fix_open(&f, "pgm-txnrt");
+	struct queen_batch *ba = NULL;
+	struct queen_ack_item ack = { 0 };
+	struct queen_push_item push = push_item("step2", NULL, "n1", "y");
+	struct queen_txn t = { 0 };
+	struct queen_txn_result *tr = NULL;
+	const char *lease[1];
+	uint64_t n;
+
+	push1(a, "step1", NULL, "m1", "x");
+	push1(a, "step2", NULL, "n0", "x");
+	is_int(pop1(a, "step1", NULL, NULL, 1, &ba), 0, "txnrt: popped m1");
+	lease[0] = ba->lease_id;
+	ack.txid = "m1";
+	ack.partition_uuid = ba->partition_uuid;
+	ack.status = "completed";
+	t.acks = &ack;
+	t.nacks = 1;
+	t.pushes = &push;
+	t.npushes = 1;
+	t.required_leases = lease;
+	t.nleases = 1;
+	n = queen_round_trips(a);
+	is_int(queen_txn(a, &t, &tr), 0, "txnrt: the transaction ran");
+	n = queen_round_trips(a) - n;
+	ok(tr && tr->reason == QUEEN_TXN_OK, "txnrt: and committed");
+	ok(n <= 6, "txnrt: in %d round trips (at most 6)", (int)n);
+	queen_txn_result_free(tr);
+	queen_batch_free(ba);
+	fix_close(&f);
+}
+
+/*
  * How many sessions of app last ran a query that starts with what (or,
  * with unlike, does not); terminated, with terminate.
  */
@@ -2819,6 +2861,7 @@ main(void)
 	test_ack_lease_order(A_TXN);
 	test_ack_lease_order(A_NAMES);
 	test_ack_lease_order(A_CROSS);
+	test_txn_round_trips();
 	test_flush_alone();
 	test_deferred_pop();
 	test_read_along();
