@@ -88,6 +88,34 @@ struct resolved {
 	bool ok;          /* resolved inside the window */
 };
 
+/*
+ * An item's partition and group by their names.  A group that does not
+ * exist yet is made with a cursor in each of the queue's partitions,
+ * whose rows that locks in the order of their names, as a push of many
+ * takes them: so it is made before the item's own partition is locked
+ * (after that one, the two orders crossed).  The partition is looked up
+ * unlocked first, so that an ack naming none makes no group.
+ */
+static int
+names_target(struct queen *q, const struct queen_ack_item *it,
+    const struct queue_row *qr, struct part_row *p, struct group_row *g)
+{
+	int rc = group_load(q, qr, it->group, false, g);
+
+	if (rc == -ENOENT) {
+		if (q->ops->lock_defer)
+			q->ops->lock_defer(q->st, true);
+		rc = part_load(q, qr, it->partition, false, p);
+		if (q->ops->lock_defer)
+			q->ops->lock_defer(q->st, false);
+		if (rc == 0)
+			rc = group_load(q, qr, it->group, true, g);
+	}
+	if (rc != 0)
+		return rc;
+	return part_load(q, qr, it->partition, false, p);
+}
+
 static int
 resolve_target(struct queen *q, const struct queen_ack_item *it,
     struct queue_row *qr, struct part_row *p, struct group_row *g)
@@ -111,8 +139,7 @@ resolve_target(struct queen *q, const struct queen_ack_item *it,
 	} else if (it->queue) {
 		if ((rc = queue_load(q, it->queue, qr)) != 0)
 			return rc;
-		if ((rc = part_load(q, qr, it->partition, false, p)) != 0)
-			return rc;
+		return names_target(q, it, qr, p, g);
 	} else if (it->lease_id && it->lease_id[0]) {
 		/* the lease names its partition and its group */
 		if ((rc = lease_target(q, it->lease_id, it->txid, qr, p, g)) !=

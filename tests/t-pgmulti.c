@@ -1736,6 +1736,107 @@ test_txn_round_trips(void)
 	fix_close(&f);
 }
 
+struct ng_arg {
+	struct queen *q;
+	volatile bool *done;
+	int failed, refused, calls;
+};
+
+/* ORD_ROUNDS acks by name in partition o3, each for a group not made yet */
+static void *
+ng_ack_thread(void *arg)
+{
+	struct ng_arg *a = arg;
+	struct queen_ack_item it;
+	struct queen_ack_result r;
+	char g[16];
+	int k;
+
+	for (k = 0; k < ORD_ROUNDS; k++) {
+		snprintf(g, sizeof(g), "g%d", k);
+		ack_item(&it, "ng", "o3", g, "w", "completed", NULL);
+		if (queen_ack(a->q, &it, 1, &r) != 0) {
+			if (a->failed++ == 0)
+				diag("new group: ack: %s", queen_errmsg(a->q));
+			continue;
+		}
+		a->refused += !r.success;
+		a->calls++;
+	}
+	*a->done = true;
+	return NULL;
+}
+
+/* a push into each of the four partitions a call, till the acks end */
+static void *
+ng_push_thread(void *arg)
+{
+	static const char *const part[ORD_PARTS] = { "o1", "o2", "o3", "o4" };
+	struct ng_arg *a = arg;
+	struct queen_push_item it[ORD_PARTS];
+	struct queen_push_result r[ORD_PARTS];
+	int i;
+
+	while (!*a->done) {
+		for (i = 0; i < ORD_PARTS; i++)
+			it[i] = push_item("ng", part[i], NULL, "x");
+		if (queen_push(a->q, it, ORD_PARTS, false, r) != 0) {
+			if (a->failed++ == 0)
+				diag("new group: push: %s", queen_errmsg(a->q));
+			continue;
+		}
+		a->calls++;
+	}
+	return NULL;
+}
+
+/*
+ * An ack whose group does not exist makes it, and a cursor in each of
+ * the queue's partitions, whose rows it locks in the order of their
+ * names, as a push of many does.  It did so after it had locked the
+ * partition it names (o3): against a push into o1 to o4 holding o1 and
+ * o2 and waiting for o3, the two waited for each other in a ring.
+ */
+static void
+test_ack_new_group(void)
+{
+	static const char *const part[ORD_PARTS] = { "o1", "o2", "o3", "o4" };
+	volatile bool done = false;
+	struct fix f;
+	struct queen *a = fix_open(&f, "pgm-newgroup");
+	struct queen *b = open_other(&f, NULL);
+	struct ng_arg x = { .q = a, .done = &done };
+	struct ng_arg y = { .q = b, .done = &done };
+	struct queen_ack_item it;
+	struct queen_ack_result r;
+	struct queen_group_info gi;
+	pthread_t tx, ty;
+	int i;
+
+	for (i = 0; i < ORD_PARTS; i++)
+		push1(a, "ng", part[i], "w", "x");
+	pthread_create(&ty, NULL, ng_push_thread, &y);
+	pthread_create(&tx, NULL, ng_ack_thread, &x);
+	pthread_join(tx, NULL);
+	pthread_join(ty, NULL);
+	is_int(x.failed + y.failed, 0,
+	    "new group: %d acks, %d pushes of four, none failed", x.calls,
+	    y.calls);
+	is_int(x.refused, 0, "new group: every ack applied");
+	ok(y.calls > 0, "new group: the pushes ran meanwhile");
+	ok(committed(a, "ng", "g7", "o3") >= 1,
+	    "new group: g7 committed o3's first message");
+	ack_item(&it, "ng", "o9", "g99", "w", "completed", NULL);
+	is_int(queen_ack(a, &it, 1, &r), 0,
+	    "new group: an ack naming no "
+	    "partition is answered");
+	ok(!r.success && r.err == -ENOENT, "new group: refused (%s)", r.error);
+	is_int(queen_group_get(a, "ng", "g99", &gi), -ENOENT,
+	    "new group: and made no group");
+	queen_close(b);
+	fix_close(&f);
+}
+
 /*
  * How many sessions of app last ran a query that starts with what (or,
  * with unlike, does not); terminated, with terminate.
@@ -2862,6 +2963,7 @@ main(void)
 	test_ack_lease_order(A_NAMES);
 	test_ack_lease_order(A_CROSS);
 	test_txn_round_trips();
+	test_ack_new_group();
 	test_flush_alone();
 	test_deferred_pop();
 	test_read_along();
