@@ -506,7 +506,7 @@ leases_hold(struct queen *q, const char *const *leases, size_t n, size_t *bad)
 	int rc;
 
 	*bad = n;
-	if (n == 1 || !q->ops->lock_defer) {
+	if (n <= 1 || !q->ops->lock_defer) {
 		for (i = 0; i < n; i++) {
 			rc = q->ops->cursor_by_lease(q->st, leases[i], &c);
 			if (rc == -ENOENT ||
