@@ -539,15 +539,141 @@ one_lease(const struct by_name *ord, size_t n, const char *lease)
 }
 
 /*
+ * An item's rows found before anything of the call is locked, where the
+ * store locks rows (groups_first); ok: found, and its group made.
+ */
+struct pre {
+	struct queue_row qr;
+	struct part_row p;
+	struct group_row g;
+	bool ok, make;
+};
+
+/* items whose groups are to be made: by queue name, then group name */
+static const char *
+group_name(const struct queen_ack_item *it)
+{
+	return it->group ? it->group : QUEEN_QUEUE_MODE;
+}
+
+static int
+by_group(const void *a, const void *b)
+{
+	const struct pre *x = *(const struct pre *const *)a;
+	const struct pre *y = *(const struct pre *const *)b;
+	int c = strcmp(x->qr.name, y->qr.name);
+
+	return c ? c : strcmp(x->g.name, y->g.name);
+}
+
+/* an item's queue, partition by id, and group (make: it has none yet) */
+static int
+pre_find(struct queen *q, const struct queen_ack_item *it, struct pre *e)
+{
+	const char *gname = group_name(it);
+	int rc;
+
+	if (it->partition_uuid && it->partition_uuid[0]) {
+		if (q->ops->ack_ahead &&
+		    (rc = q->ops->ack_ahead(q->st, it->partition_uuid, gname)))
+			return rc;
+		if ((rc = q->ops->part_by_uuid(q->st, it->partition_uuid,
+			 &e->p)) != 0 ||
+		    (rc = q->ops->queue_by_id(q->st, e->p.queue_id, &e->qr)) !=
+			0)
+			return rc;
+	} else if ((rc = queue_load(q, it->queue, &e->qr)) != 0) {
+		return rc;
+	}
+	rc = group_load(q, &e->qr, gname, false, &e->g);
+	if (rc != -ENOENT)
+		return rc;
+	/* by names, plan locks the partition: looked up here only for a
+	 * group to make, which one that does not exist makes none */
+	if (!(it->partition_uuid && it->partition_uuid[0]) &&
+	    (rc = part_load(q, &e->qr, it->partition, false, &e->p)) != 0)
+		return rc;
+	/* made below, after every lookup; its name for the sort */
+	memset(&e->g, 0, sizeof(e->g));
+	snprintf(e->g.name, sizeof(e->g.name), "%s", gname);
+	e->make = true;
+	return 0;
+}
+
+/*
+ * Making a consumer group locks every partition of its queue, in the
+ * order of their names, as a push of many does.  Made as an ack of
+ * several targets came to its item, after earlier items had locked their
+ * partitions (by name) or made other groups, the two orders could cross,
+ * and a push into those partitions deadlock with the call.  So, where
+ * the store locks rows, the items named by partition id or by queue and
+ * partition are looked up first, unlocked, and the groups missing made
+ * in the order of their queues' names before any other row is locked.
+ * An item that names nothing that exists makes nothing (plan refuses it);
+ * nor does one named by its lease alone, whose group exists.
+ */
+static int
+groups_first(struct queen *q, const struct by_name *ord, size_t n,
+    struct pre *pre)
+{
+	struct pre **mk;
+	char name[QUEEN_NAME_MAX + 1];
+	size_t k, m = 0, j;
+	int rc = 0;
+
+	if (!(mk = calloc(n, sizeof(*mk))))
+		return -ENOMEM;
+	q->ops->lock_defer(q->st, true);
+	for (k = 0; k < n; k++) {
+		if (target_kind(ord[k].it) > 1)
+			continue;
+		rc = pre_find(q, ord[k].it, &pre[k]);
+		if (rc == -ENOENT || rc == -EINVAL) {
+			/* plan looks again, and says why */
+			rc = 0;
+			continue;
+		}
+		if (rc != 0)
+			break;
+		pre[k].ok = true;
+		if (pre[k].make)
+			mk[m++] = &pre[k];
+	}
+	q->ops->lock_defer(q->st, false);
+	if (rc == 0 && m > 1)
+		qsort(mk, m, sizeof(*mk), by_group);
+	for (k = 0; rc == 0 && k < m; k++) {
+		/* the first of its name makes it, the rest take its row */
+		for (j = 0; j < k && by_group(&mk[j], &mk[k]) != 0; j++)
+			;
+		if (j < k) {
+			mk[k]->g = mk[j]->g;
+			mk[k]->ok = mk[j]->ok;
+			continue;
+		}
+		/* the name out of the row the lookup fills */
+		snprintf(name, sizeof(name), "%s", mk[k]->g.name);
+		rc = group_load(q, &mk[k]->qr, name, true, &mk[k]->g);
+		if (rc == -ENOENT || rc == -EINVAL) {
+			mk[k]->ok = false;
+			rc = 0;
+		}
+	}
+	free(mk);
+	return rc;
+}
+
+/*
  * The units of the items: each item resolved, in the order of what it
- * names (by_target), and the units sorted into cursor order.  defer: an
- * item named by its lease alone is looked up unlocked, its cursor locked
- * later with the others.
+ * names (by_target), and the units sorted into cursor order.  pre: what
+ * groups_first found, where it ran.  defer: an item named by its lease
+ * alone is looked up unlocked, its cursor locked later with the others.
  */
 static int
 plan(struct queen *q, const struct queen_ack_item *items, size_t n,
-    const struct by_name *ord, bool defer, struct queen_ack_result *res,
-    bool fence, struct unit *units, size_t *nup, size_t *flat)
+    const struct by_name *ord, const struct pre *pre, bool defer,
+    struct queen_ack_result *res, bool fence, struct unit *units, size_t *nup,
+    size_t *flat)
 {
 	size_t *idx, nu = 0, i, j, k, at = 0;
 	int rc = 0;
@@ -565,11 +691,21 @@ plan(struct queen *q, const struct queen_ack_item *items, size_t n,
 		i = ord[k].i;
 		if (items[i].lease_id && items[i].lease_id[0])
 			lease = items[i].lease_id;
-		if (off)
-			q->ops->lock_defer(q->st, true);
-		rc = resolve_target(q, &items[i], &qr, &p, &g);
-		if (off)
-			q->ops->lock_defer(q->st, false);
+		if (pre && pre[k].ok) {
+			/* found by groups_first; a partition named is locked */
+			qr = pre[k].qr;
+			p = pre[k].p;
+			g = pre[k].g;
+			rc = target_kind(&items[i]) == 1 ?
+			    part_load(q, &qr, items[i].partition, false, &p) :
+			    0;
+		} else {
+			if (off)
+				q->ops->lock_defer(q->st, true);
+			rc = resolve_target(q, &items[i], &qr, &p, &g);
+			if (off)
+				q->ops->lock_defer(q->st, false);
+		}
 		if (rc == -ENOENT || rc == -EINVAL || rc == -ESTALE) {
 			set_err(&res[i], rc, rc == -ENOENT ?
 			    QUEEN_E_UNRESOLVABLE : queen_errmsg(q));
@@ -630,6 +766,7 @@ ack_items(struct queen *q, const struct queen_ack_item *items, size_t n,
 	struct unit *units;
 	struct by_name *ord;
 	struct held *h = NULL;
+	struct pre *pre = NULL;
 	size_t *flat, nu = 0, nh = 0, i, j;
 	bool held, defer;
 	int rc = 0;
@@ -651,6 +788,16 @@ ack_items(struct queen *q, const struct queen_ack_item *items, size_t n,
 		ord[i].i = i;
 	}
 	qsort(ord, n, sizeof(*ord), by_target);
+	/* groups to make are made before anything is locked (one item's
+	 * own lookup makes its group before it locks its partition) */
+	if (q->ops->lock_defer && n > 1) {
+		if (!(pre = calloc(n, sizeof(*pre)))) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		if ((rc = groups_first(q, ord, n, pre)) != 0)
+			goto out;
+	}
 	/* an item named by its lease alone is looked up through the lease,
 	 * whose random id orders nothing: where the store would lock its
 	 * cursor then, it is looked up unlocked and locked with the others,
@@ -673,7 +820,7 @@ ack_items(struct queen *q, const struct queen_ack_item *items, size_t n,
 	    *bad < nleases) {
 		goto out;
 	}
-	if ((rc = plan(q, items, n, ord, defer, res, fence, units, &nu,
+	if ((rc = plan(q, items, n, ord, pre, defer, res, fence, units, &nu,
 		 flat)) != 0)
 		goto out;
 	/* the units and the held leases' cursors, merged in cursor order:
@@ -688,6 +835,7 @@ ack_items(struct queen *q, const struct queen_ack_item *items, size_t n,
 			rc = ack_unit(q, items, &units[j++], res, fence);
 	}
 out:
+	free(pre);
 	free(h);
 	free(units);
 	free(flat);

@@ -1739,28 +1739,33 @@ test_txn_round_trips(void)
 struct ng_arg {
 	struct queen *q;
 	volatile bool *done;
+	bool two;
 	int failed, refused, calls;
 };
 
-/* ORD_ROUNDS acks by name in partition o3, each for a group not made yet */
+/*
+ * ORD_ROUNDS acks by name in partition o3, each for a group not made
+ * yet; with two, each call first acks o3 for group a, which exists
+ */
 static void *
 ng_ack_thread(void *arg)
 {
 	struct ng_arg *a = arg;
-	struct queen_ack_item it;
-	struct queen_ack_result r;
+	struct queen_ack_item it[2];
+	struct queen_ack_result r[2];
 	char g[16];
-	int k;
+	int k, n = a->two ? 2 : 1;
 
 	for (k = 0; k < ORD_ROUNDS; k++) {
 		snprintf(g, sizeof(g), "g%d", k);
-		ack_item(&it, "ng", "o3", g, "w", "completed", NULL);
-		if (queen_ack(a->q, &it, 1, &r) != 0) {
+		ack_item(&it[0], "ng", "o3", "a", "w", "completed", NULL);
+		ack_item(&it[n - 1], "ng", "o3", g, "w", "completed", NULL);
+		if (queen_ack(a->q, it, (size_t)n, r) != 0) {
 			if (a->failed++ == 0)
 				diag("new group: ack: %s", queen_errmsg(a->q));
 			continue;
 		}
-		a->refused += !r.success;
+		a->refused += !r[n - 1].success;
 		a->calls++;
 	}
 	*a->done = true;
@@ -1795,44 +1800,71 @@ ng_push_thread(void *arg)
  * the queue's partitions, whose rows it locks in the order of their
  * names, as a push of many does.  It did so after it had locked the
  * partition it names (o3): against a push into o1 to o4 holding o1 and
- * o2 and waiting for o3, the two waited for each other in a ring.
+ * o2 and waiting for o3, the two waited for each other in a ring.  With
+ * two, the call's first item (group a, which exists) locks o3 before
+ * its second comes to the group it makes: all the call's groups are now
+ * made before any of its rows is locked.
  */
 static void
-test_ack_new_group(void)
+test_ack_new_group(bool two)
 {
 	static const char *const part[ORD_PARTS] = { "o1", "o2", "o3", "o4" };
 	volatile bool done = false;
 	struct fix f;
-	struct queen *a = fix_open(&f, "pgm-newgroup");
+	struct queen *a = fix_open(&f, two ? "pgm-newgroup2" : "pgm-newgroup");
 	struct queen *b = open_other(&f, NULL);
-	struct ng_arg x = { .q = a, .done = &done };
+	struct ng_arg x = { .q = a, .done = &done, .two = two };
+	const char *v = two ? "new group, two items" : "new group";
 	struct ng_arg y = { .q = b, .done = &done };
-	struct queen_ack_item it;
-	struct queen_ack_result r;
+	struct queen_ack_item it, two_it[2];
+	struct queen_ack_result r, two_r[2];
 	struct queen_group_info gi;
 	pthread_t tx, ty;
 	int i;
 
 	for (i = 0; i < ORD_PARTS; i++)
 		push1(a, "ng", part[i], "w", "x");
+	if (two) {
+		ack_item(&it, "ng", "o3", "a", "w", "completed", NULL);
+		ok(queen_ack(a, &it, 1, &r) == 0 && r.success,
+		    "%s: group a made", v);
+	}
 	pthread_create(&ty, NULL, ng_push_thread, &y);
 	pthread_create(&tx, NULL, ng_ack_thread, &x);
 	pthread_join(tx, NULL);
 	pthread_join(ty, NULL);
 	is_int(x.failed + y.failed, 0,
-	    "new group: %d acks, %d pushes of four, none failed", x.calls,
-	    y.calls);
-	is_int(x.refused, 0, "new group: every ack applied");
-	ok(y.calls > 0, "new group: the pushes ran meanwhile");
+	    "%s: %d acks, %d pushes of four, none failed", v, x.calls, y.calls);
+	is_int(x.refused, 0, "%s: every new group's ack applied", v);
+	ok(y.calls > 0, "%s: the pushes ran meanwhile", v);
 	ok(committed(a, "ng", "g7", "o3") >= 1,
-	    "new group: g7 committed o3's first message");
-	ack_item(&it, "ng", "o9", "g99", "w", "completed", NULL);
-	is_int(queen_ack(a, &it, 1, &r), 0,
-	    "new group: an ack naming no "
-	    "partition is answered");
-	ok(!r.success && r.err == -ENOENT, "new group: refused (%s)", r.error);
+	    "%s: g7 committed o3's first message", v);
+	/* a call whose item names no partition: that one alone refused */
+	ack_item(&two_it[0], "ng", "o2", "g98", "w", "completed", NULL);
+	ack_item(&two_it[1], "ng", "o9", "g99", "w", "completed", NULL);
+	is_int(queen_ack(a, two ? two_it : &two_it[1], two ? 2 : 1, two_r), 0,
+	    "%s: an ack naming no partition is answered", v);
+	ok(!two_r[two].success && two_r[two].err == -ENOENT, "%s: refused (%s)",
+	    v, two_r[two].error);
 	is_int(queen_group_get(a, "ng", "g99", &gi), -ENOENT,
-	    "new group: and made no group");
+	    "%s: and made no group", v);
+	if (two) {
+		uint64_t t;
+
+		ok(two_r[0].success && committed(a, "ng", "g98", "o2") >= 1,
+		    "%s: the other item's new group made and acked", v);
+		/* groups that exist: looking them up before the locks costs
+		 * no round trip (10 before groups_first and after; the
+		 * flush's included) */
+		ack_item(&two_it[0], "ng", "o1", "a", "w", "completed", NULL);
+		ack_item(&two_it[1], "ng", "o2", "a", "w", "completed", NULL);
+		t = queen_round_trips(a);
+		is_int(queen_ack(a, two_it, 2, two_r), 0,
+		    "%s: an ack in two partitions", v);
+		t = queen_round_trips(a) - t;
+		ok(two_r[0].success && two_r[1].success && t <= 10,
+		    "%s: in %d round trips (at most 10)", v, (int)t);
+	}
 	queen_close(b);
 	fix_close(&f);
 }
@@ -2963,7 +2995,8 @@ main(void)
 	test_ack_lease_order(A_NAMES);
 	test_ack_lease_order(A_CROSS);
 	test_txn_round_trips();
-	test_ack_new_group();
+	test_ack_new_group(false);
+	test_ack_new_group(true);
 	test_flush_alone();
 	test_deferred_pop();
 	test_read_along();
