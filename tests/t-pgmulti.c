@@ -1869,6 +1869,138 @@ test_ack_new_group(bool two)
 	fix_close(&f);
 }
 
+struct gone_arg {
+	struct queen *q;
+	bool txn;
+	struct queen_ack_item it[2];
+	struct queen_ack_result r[2];
+	struct queen_txn_result *tr;
+	int rc;
+};
+
+/* the two acks as one call, or a push requiring the two leases */
+static void *
+gone_ack_thread(void *arg)
+{
+	struct gone_arg *a = arg;
+	const char *lease[2] = { a->it[0].lease_id, a->it[1].lease_id };
+	struct queen_push_item push = push_item("gq", "p1", "m2", "y");
+	struct queen_txn t = { 0 };
+
+	if (!a->txn) {
+		a->rc = queen_ack(a->q, a->it, 2, a->r);
+		return NULL;
+	}
+	t.pushes = &push;
+	t.npushes = 1;
+	t.required_leases = lease;
+	t.nleases = 2;
+	a->rc = queen_txn(a->q, &t, &a->tr);
+	return NULL;
+}
+
+/* Wait (up to 10 s) until a session of app waits for a row lock. */
+static bool
+waits_for_lock(const struct fix *f, const char *app)
+{
+	char sql[200];
+	int i;
+
+	snprintf(sql, sizeof(sql),
+	    "SELECT count(*) FROM pg_stat_activity "
+	    "WHERE application_name = '%s' AND wait_event_type = 'Lock'",
+	    app);
+	for (i = 0; i < 1000; i++) {
+		if (sql_value(f, sql) > 0)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+/*
+ * An ack call of two leases looks their cursors up unlocked, then locks
+ * them in cursor order.  Another session holds the second lease's cursor
+ * and deletes its group meanwhile: the call must answer that lease as
+ * stale and ack the other, and make nothing for the group that is gone
+ * (it made the cursor again, and the insert, naming a deleted group,
+ * failed the whole call).  With txn, a transaction requiring the two
+ * leases is refused, naming the second, and its push is not made.
+ */
+static void
+test_ack_gone_cursor(bool txn)
+{
+	struct fix f;
+	struct queen *a = fix_open(&f, txn ? "pgm-curgonetxn" : "pgm-curgone");
+	struct queen *b;
+	struct queen_batch *b1 = NULL, *b2 = NULL;
+	struct gone_arg x = { .txn = txn };
+	struct queen_group_info gi;
+	PGconn *c = PQconnectdb(f.path);
+	PGresult *r;
+	pthread_t th;
+	char app[40];
+	bool waited;
+	const char *v = txn ? "cursor gone, txn" : "cursor gone";
+
+	snprintf(app, sizeof(app), "queen_gone_%d", (int)getpid());
+	b = open_other(&f, app);
+	push1(a, "gq", "p1", "m1", "x");
+	ok(pop1(b, "gq", "p1", "g1", 1, &b1) == 0 && b1 &&
+		pop1(b, "gq", "p1", "g2", 1, &b2) == 0 && b2,
+	    "%s: m1 leased in groups g1 and g2", v);
+	if (!b1 || !b2)
+		goto out;
+	r = PQexec(c,
+	    "SET idle_in_transaction_session_timeout = '20s'; BEGIN; "
+	    "SELECT 1 FROM cursors WHERE group_id = "
+	    "(SELECT id FROM groups WHERE name = 'g2') FOR UPDATE");
+	ok(PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1,
+	    "%s: another session holds g2's cursor", v);
+	PQclear(r);
+	x.q = b;
+	ack_item(&x.it[0], NULL, NULL, "g1", "m1", "completed", b1->lease_id);
+	ack_item(&x.it[1], NULL, NULL, "g2", "m1", "completed", b2->lease_id);
+	pthread_create(&th, NULL, gone_ack_thread, &x);
+	waited = waits_for_lock(&f, app);
+	ok(waited, "%s: the call waits for g2's cursor", v);
+	r = PQexec(c, "DELETE FROM groups WHERE name = 'g2'; COMMIT");
+	ok(PQresultStatus(r) == PGRES_COMMAND_OK,
+	    "%s: and g2 is deleted meanwhile", v);
+	PQclear(r);
+	pthread_join(th, NULL);
+	if (txn) {
+		is_int(x.rc, 0, "%s: the transaction is answered", v);
+		ok(x.tr && x.tr->reason == QUEEN_TXN_REJECTED_ACK &&
+			x.tr->failed_index == 1,
+		    "%s: refused, naming g2's lease (%s)", v,
+		    x.tr ? x.tr->error : "");
+		is_int(tail_of(a, "gq", "p1"), 1, "%s: m2 not pushed", v);
+		queen_txn_result_free(x.tr);
+	} else {
+		is_int(x.rc, 0, "%s: the ack call is answered (%s)", v,
+		    x.rc ? queen_errmsg(b) : "ok");
+		ok(x.r[0].success, "%s: g1's lease acked", v);
+		ok(!x.r[1].success && x.r[1].err == -ESTALE,
+		    "%s: g2's refused as a stale lease (%s)", v, x.r[1].error);
+		ok(committed(a, "gq", "g1", "p1") >= 1, "%s: g1 committed m1",
+		    v);
+	}
+	is_int(queen_group_get(a, "gq", "g2", &gi), -ENOENT,
+	    "%s: g2 stays deleted", v);
+	is_int(sql_value(&f,
+		   "SELECT count(*) FROM cursors c "
+		   "LEFT JOIN groups g ON g.id = c.group_id "
+		   "WHERE g.id IS NULL"),
+	    0, "%s: no cursor without its group", v);
+out:
+	queen_batch_free(b1);
+	queen_batch_free(b2);
+	PQfinish(c);
+	queen_close(b);
+	fix_close(&f);
+}
+
 /*
  * How many sessions of app last ran a query that starts with what (or,
  * with unlike, does not); terminated, with terminate.
@@ -2997,6 +3129,8 @@ main(void)
 	test_txn_round_trips();
 	test_ack_new_group(false);
 	test_ack_new_group(true);
+	test_ack_gone_cursor(false);
+	test_ack_gone_cursor(true);
 	test_flush_alone();
 	test_deferred_pop();
 	test_read_along();
