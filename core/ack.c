@@ -566,6 +566,21 @@ by_group(const void *a, const void *b)
 	return c ? c : strcmp(x->g.name, y->g.name);
 }
 
+/* a and b name the same partition (by id or by names) and group */
+static bool
+same_target(const struct queen_ack_item *a, const struct queen_ack_item *b)
+{
+	int k = target_kind(a);
+
+	if (k != target_kind(b) || k > 1 ||
+	    strcmp(group_name(a), group_name(b)) != 0)
+		return false;
+	if (k == 0)
+		return strcmp(a->partition_uuid, b->partition_uuid) == 0;
+	return strcmp(a->queue, b->queue) == 0 &&
+	    strcmp(part_name(a), part_name(b)) == 0;
+}
+
 /* an item's queue, partition by id, and group (make: it has none yet) */
 static int
 pre_find(struct queen *q, const struct queen_ack_item *it, struct pre *e)
@@ -618,7 +633,7 @@ groups_first(struct queen *q, const struct by_name *ord, size_t n,
 {
 	struct pre **mk;
 	char name[QUEEN_NAME_MAX + 1];
-	size_t k, m = 0, j;
+	size_t k, m = 0;
 	int rc = 0;
 
 	if (!(mk = calloc(n, sizeof(*mk))))
@@ -627,6 +642,14 @@ groups_first(struct queen *q, const struct by_name *ord, size_t n,
 	for (k = 0; k < n; k++) {
 		if (target_kind(ord[k].it) > 1)
 			continue;
+		/* the items of one target are next to each other */
+		if (k > 0 && pre[k - 1].ok &&
+		    same_target(ord[k - 1].it, ord[k].it)) {
+			pre[k] = pre[k - 1];
+			if (pre[k].make)
+				mk[m++] = &pre[k];
+			continue;
+		}
 		rc = pre_find(q, ord[k].it, &pre[k]);
 		if (rc == -ENOENT || rc == -EINVAL) {
 			/* plan looks again, and says why */
@@ -643,12 +666,11 @@ groups_first(struct queen *q, const struct by_name *ord, size_t n,
 	if (rc == 0 && m > 1)
 		qsort(mk, m, sizeof(*mk), by_group);
 	for (k = 0; rc == 0 && k < m; k++) {
-		/* the first of its name makes it, the rest take its row */
-		for (j = 0; j < k && by_group(&mk[j], &mk[k]) != 0; j++)
-			;
-		if (j < k) {
-			mk[k]->g = mk[j]->g;
-			mk[k]->ok = mk[j]->ok;
+		/* the first of its name makes it, the rest (next to it in
+		 * the sort) take its row */
+		if (k > 0 && by_group(&mk[k - 1], &mk[k]) == 0) {
+			mk[k]->g = mk[k - 1]->g;
+			mk[k]->ok = mk[k - 1]->ok;
 			continue;
 		}
 		/* the name out of the row the lookup fills */
@@ -676,6 +698,11 @@ plan(struct queen *q, const struct queen_ack_item *items, size_t n,
     size_t *flat)
 {
 	size_t *idx, nu = 0, i, j, k, at = 0;
+	/* the last item by partition id or names resolved, and its rows */
+	const struct queen_ack_item *last = NULL;
+	struct queue_row lqr;
+	struct part_row lp;
+	struct group_row lg;
 	int rc = 0;
 
 	if (!(idx = calloc(n ? n : 1, sizeof(*idx))))
@@ -691,7 +718,14 @@ plan(struct queen *q, const struct queen_ack_item *items, size_t n,
 		i = ord[k].i;
 		if (items[i].lease_id && items[i].lease_id[0])
 			lease = items[i].lease_id;
-		if (pre && pre[k].ok) {
+		if (last && same_target(last, &items[i])) {
+			/* the items of one target are next to each other:
+			 * found, and locked, once */
+			qr = lqr;
+			p = lp;
+			g = lg;
+			rc = 0;
+		} else if (pre && pre[k].ok) {
 			/* found by groups_first; a partition named is locked */
 			qr = pre[k].qr;
 			p = pre[k].p;
@@ -716,6 +750,12 @@ plan(struct queen *q, const struct queen_ack_item *items, size_t n,
 		}
 		if (rc != 0)
 			goto out;
+		if (target_kind(&items[i]) < 2) {
+			last = &items[i];
+			lqr = qr;
+			lp = p;
+			lg = g;
+		}
 		for (j = 0; j < nu; j++) {
 			if (same_unit(&units[j], &p, &g, lease))
 				break;
