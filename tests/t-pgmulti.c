@@ -1854,8 +1854,8 @@ test_ack_new_group(bool two)
 		ok(two_r[0].success && committed(a, "ng", "g98", "o2") >= 1,
 		    "%s: the other item's new group made and acked", v);
 		/* groups that exist: looking them up before the locks costs
-		 * no round trip (10 before groups_first and after; the
-		 * flush's included) */
+		 * no round trip (10 before groups_first and after, at sync
+		 * off: no flush) */
 		ack_item(&two_it[0], "ng", "o1", "a", "w", "completed", NULL);
 		ack_item(&two_it[1], "ng", "o2", "a", "w", "completed", NULL);
 		t = queen_round_trips(a);
@@ -1872,7 +1872,7 @@ test_ack_new_group(bool two)
 /*
  * A batch ack as Queen's clients send one: each of a pop's 100 messages
  * by partitionId and leaseId, then by queue and partition names.  By id,
- * 5 round trips, the flush's included, before groups_first and after;
+ * 5 round trips at sync off (no flush), before groups_first and after;
  * by names, 106 before the items of one target were looked up once (one
  * a message), 7 after.
  */
