@@ -116,6 +116,31 @@ names_target(struct queen *q, const struct queen_ack_item *it,
 	return part_load(q, qr, it->partition, false, p);
 }
 
+static const char *
+group_name(const struct queen_ack_item *it)
+{
+	return it->group ? it->group : QUEEN_QUEUE_MODE;
+}
+
+/* an item named by partitionId: its partition and queue */
+static int
+uuid_target(struct queen *q, const struct queen_ack_item *it,
+    struct queue_row *qr, struct part_row *p)
+{
+	int rc;
+
+	if (q->ops->ack_ahead &&
+	    (rc = q->ops->ack_ahead(q->st, it->partition_uuid, group_name(it))))
+		return rc;
+	rc = q->ops->part_by_uuid(q->st, it->partition_uuid, p);
+	if (rc == -ENOENT)
+		return queen_err(q, -ENOENT, "no partition with id '%.40s'",
+		    it->partition_uuid);
+	if (rc != 0)
+		return rc;
+	return q->ops->queue_by_id(q->st, p->queue_id, qr);
+}
+
 static int
 resolve_target(struct queen *q, const struct queen_ack_item *it,
     struct queue_row *qr, struct part_row *p, struct group_row *g)
@@ -123,18 +148,7 @@ resolve_target(struct queen *q, const struct queen_ack_item *it,
 	int rc;
 
 	if (it->partition_uuid && it->partition_uuid[0]) {
-		const char *gname = it->group ? it->group : QUEEN_QUEUE_MODE;
-
-		if (q->ops->ack_ahead &&
-		    (rc = q->ops->ack_ahead(q->st, it->partition_uuid, gname)))
-			return rc;
-		rc = q->ops->part_by_uuid(q->st, it->partition_uuid, p);
-		if (rc == -ENOENT)
-			return queen_err(q, -ENOENT, "no partition with id "
-			    "'%.40s'", it->partition_uuid);
-		if (rc != 0)
-			return rc;
-		if ((rc = q->ops->queue_by_id(q->st, p->queue_id, qr)) != 0)
+		if ((rc = uuid_target(q, it, qr, p)) != 0)
 			return rc;
 	} else if (it->queue) {
 		if ((rc = queue_load(q, it->queue, qr)) != 0)
@@ -145,8 +159,7 @@ resolve_target(struct queen *q, const struct queen_ack_item *it,
 		if ((rc = lease_target(q, it->lease_id, it->txid, qr, p, g)) !=
 		    0)
 			return rc;
-		if (strcmp(g->name, it->group ? it->group : QUEEN_QUEUE_MODE) !=
-		    0)
+		if (strcmp(g->name, group_name(it)) != 0)
 			return queen_err(q, -ESTALE, QUEEN_E_LEASE);
 		return 0;
 	} else {
@@ -550,12 +563,6 @@ struct pre {
 };
 
 /* items whose groups are to be made: by queue name, then group name */
-static const char *
-group_name(const struct queen_ack_item *it)
-{
-	return it->group ? it->group : QUEEN_QUEUE_MODE;
-}
-
 static int
 by_group(const void *a, const void *b)
 {
@@ -589,13 +596,7 @@ pre_find(struct queen *q, const struct queen_ack_item *it, struct pre *e)
 	int rc;
 
 	if (it->partition_uuid && it->partition_uuid[0]) {
-		if (q->ops->ack_ahead &&
-		    (rc = q->ops->ack_ahead(q->st, it->partition_uuid, gname)))
-			return rc;
-		if ((rc = q->ops->part_by_uuid(q->st, it->partition_uuid,
-			 &e->p)) != 0 ||
-		    (rc = q->ops->queue_by_id(q->st, e->p.queue_id, &e->qr)) !=
-			0)
+		if ((rc = uuid_target(q, it, &e->qr, &e->p)) != 0)
 			return rc;
 	} else if ((rc = queue_load(q, it->queue, &e->qr)) != 0) {
 		return rc;
