@@ -40,6 +40,13 @@ cleanup() {
 		done
 		kill -KILL "$pid" 2>/dev/null || true
 	fi
+	# both sides of each deadlock the server broke (the daemon's log
+	# has only its own): what a lock-order fix needs, kept in the output
+	if grep -q "deadlock detected" "$dir/server.log" 2>/dev/null; then
+		echo "pg.sh: deadlocks the server broke (server.log):" >&2
+		grep -A 8 "deadlock detected" "$dir/server.log" |
+		    head -n 400 | sed -e 's/^/# /' >&2
+	fi
 	rm -rf "$dir"
 	exit $rc
 }
