@@ -142,7 +142,8 @@ check-fs: all
 PG_FS_TESTS = tests/fs-0040-pg-multi.sh tests/fs-0041-pg-crash.sh \
     tests/fs-0042-pg-round-trips.sh tests/fs-0043-pg-failover.sh \
     tests/fs-0044-pg-wake.sh tests/fs-0063-http-pg.sh \
-    tests/fs-0077-pg-apipush-crash.sh tests/fs-0078-pg-publish-hold.sh
+    tests/fs-0077-pg-apipush-crash.sh tests/fs-0078-pg-publish-hold.sh \
+    tests/fs-0079-pg-deadlock.sh
 PG_STORE_TESTS = $(filter-out $(PG_FS_TESTS) tests/fs-0061-http-serve.sh, \
     $(wildcard tests/fs-*.sh))
 # Each mount script on a PostgreSQL store makes a round trip of what is a

@@ -797,6 +797,41 @@ lock_order(struct job *list)
 	return out;
 }
 
+/* the times a job is run again after a deadlock, before it fails */
+#define REDO_MAX 4
+
+static bool
+can_redo(const struct job *j)
+{
+	return j->redo && j->tries < REDO_MAX;
+}
+
+/* what run and the batch set, undone for the next run */
+static void
+redo_reset(struct job *j)
+{
+	free(j->notify);
+	j->notify = NULL;
+	j->rc = 0;
+	j->wait = j->ahead = j->empty = false;
+	j->need = j->ticket = 0;
+	j->next = NULL;
+	j->tries++;
+}
+
+/*
+ * What a write of a batch whose commit failed answers: a full disk is
+ * worth saying (the writer may free space); a deadlock only says that
+ * the job can run again.
+ */
+static int
+commit_lost(const struct job *j, int crc)
+{
+	if (crc == -ENOSPC)
+		return -ENOSPC;
+	return crc == -EBUSY && can_redo(j) ? -EBUSY : -EIO;
+}
+
 static void
 run_batch(struct job *list)
 {
@@ -808,6 +843,8 @@ run_batch(struct job *list)
 	uint64_t n = 0, ticket = 0;
 	struct job *j, *nx, *later = NULL, **lt = &later;
 	struct job *again = NULL, **at = &again;
+	struct job *redo = NULL, **rt = &redo;
+	size_t nredo = 0;
 
 	list = lock_order(list);
 	/* a batch of leases and reads alone need not wait for the disk,
@@ -853,10 +890,9 @@ run_batch(struct job *list)
 		    (unsigned long long)n, queen_errmsg(q));
 		queen_batch_rollback(q);
 		E.c.commit_failures++;
-		/* a full disk is worth saying: the writer may free space */
 		for (j = list; j; j = j->next)
 			if (j->write && j->rc == 0)
-				j->rc = crc == -ENOSPC ? -ENOSPC : -EIO;
+				j->rc = commit_lost(j, crc);
 	} else if (brc == 0) {
 		ticket = queen_sync_ticket(q);
 		atomic_fetch_add(&writer_commits, 1);
@@ -874,7 +910,12 @@ run_batch(struct job *list)
 			notify_queue(j->notify[0] ? j->notify : NULL);
 	for (j = list; j; j = nx) {
 		nx = j->next;
-		if (j->ahead && j->empty && E.held && crc == 0) {
+		if (j->rc == -EBUSY && can_redo(j)) {
+			redo_reset(j);
+			*rt = j;
+			rt = &j->next;
+			nredo++;
+		} else if (j->ahead && j->empty && E.held && crc == 0) {
 			/* it may want a publish held back: again, behind them */
 			j->pass = j->ahead = j->empty = j->wait = false;
 			j->rc = 0;
@@ -906,6 +947,21 @@ run_batch(struct job *list)
 		E.held = NULL;
 		E.held_tail = &E.held;
 		E.held_n = 0;
+		pthread_mutex_unlock(&E.mu);
+	}
+	if (redo) {
+		/* ahead of all that came after them: a producer's later
+		 * pushes into that partition stay behind (nothing is held
+		 * now: a batch that held publishes back ran only pops) */
+		fs_log("%zu publishes rolled back by a deadlock or a "
+		       "serialization failure: run again",
+		    nredo);
+		pthread_mutex_lock(&E.mu);
+		*rt = E.head;
+		if (!E.head)
+			E.tail = rt;
+		E.head = redo;
+		E.c.redos += nredo;
 		pthread_mutex_unlock(&E.mu);
 	}
 	watch_flush();

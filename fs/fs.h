@@ -208,6 +208,11 @@ struct job {
 	bool ahead;         /* it runs so now: a pop takes only a whole
 			     * batch (queen_pop_req.whole) */
 	bool empty;         /* set by run: a pop that took nothing */
+	/* run may run it again once its work was rolled back: a deadlock
+	 * or a serialization failure (EBUSY) puts it back at the head of
+	 * the queue, ahead of what came after it (engine.c) */
+	bool redo;
+	unsigned char tries; /* times it was put back so */
 	/* set by run: park as a waiter until deadline (ms) or a push */
 	bool wait;
 	int64_t deadline, due;
@@ -280,6 +285,7 @@ struct engine_counters {
 	uint64_t commit_max, commit_failures, waiters;
 	uint64_t retries; /* waiters tried again (woken or due) */
 	uint64_t holds;   /* runs of publishes held back for company */
+	uint64_t redos;   /* jobs run again after a deadlock (EBUSY) */
 };
 void engine_counters(struct engine_counters *out);
 uint64_t engine_reader_round_trips(void);

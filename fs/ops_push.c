@@ -58,7 +58,6 @@ push_pending(struct queen *q, struct pending *p, const char *txid,
 		it.len = len;
 		if ((rc = queen_push(q, &it, 1, excl, &res)) == 0) {
 			*dup = res.status == QUEEN_PUSH_DUPLICATE;
-			engine_count_push(*dup);
 			*notify = strdup(p->queue);
 		}
 		break;
@@ -147,7 +146,6 @@ publish_many(struct queen *q, struct job *first, size_t k)
 	for (size_t i = 0; rc == 0 && i < k; i++, j = j->next) {
 		pj = (struct push_job *)j;
 		pj->dup = res[i].status == QUEEN_PUSH_DUPLICATE;
-		engine_count_push(pj->dup);
 		j->rc = 0;
 	}
 	free(it);
@@ -160,22 +158,38 @@ publish_many(struct queen *q, struct job *first, size_t k)
  * The publishes of a batch, in a row: those into one partition go as
  * one call.  If that call fails, each of its publishes is tried alone,
  * so that one refused (a duplicate at O_EXCL, a size over a lowered
- * limit) fails only itself, with its own reason in the log.
+ * limit) fails only itself, with its own reason in the log.  A call
+ * rolled back by a deadlock (EBUSY) is not: it and every later publish
+ * into that partition in the batch go back to the engine's queue
+ * together, in their order, so none lands ahead of one that came
+ * before it.
  */
 static void
 push_run_many(struct job *first, size_t n, struct queen *q)
 {
-	struct job *j = first, *e;
+	struct job *j = first, *e, *busy = NULL;
 	size_t k;
+	int rc;
 
 	while (n > 0) {
 		for (k = 1, e = j->next; k < n && k < PUSH_MANY_MAX &&
 		     same_target((struct push_job *)j, (struct push_job *)e);
 		     k++)
 			e = e->next;
-		if (k == 1 || publish_many(q, j, k) != 0)
-			for (struct job *r = j; r != e; r = r->next)
+		if (busy && push_lock_cmp(busy, j) != 0)
+			busy = NULL;
+		rc = busy ? -EBUSY : k == 1 ? 1 : publish_many(q, j, k);
+		if (rc == -EBUSY && !busy)
+			fs_log("push of %zu into %s: %s (EBUSY)", k,
+			    ((struct push_job *)j)->pe->queue, queen_errmsg(q));
+		for (struct job *r = j; rc != 0 && r != e; r = r->next) {
+			if (rc == -EBUSY || busy)
+				r->rc = -EBUSY;
+			else
 				push_run(r, q);
+			if (r->rc == -EBUSY && !busy)
+				busy = r;
+		}
 		j = e;
 		n -= k;
 	}
@@ -217,6 +231,8 @@ push_done(struct push_job *pj)
 		node_move(pj->parent, pj->oldname, pj->txid);
 	}
 	if (pj->j.rc == 0) {
+		if (pe->what == PW_PUSH)
+			engine_count_push(pj->dup);
 		pend_published(pe);
 		inval_later(pj->parent ? pj->parent->ino : pe->dir, pe->name);
 	}
@@ -245,6 +261,7 @@ push_job_new(fuse_req_t req, struct pending *pe, const char *txid)
 	if (!pj)
 		return NULL;
 	pj->j.write = true;
+	pj->j.redo = true; /* run again, it makes the same call */
 	if (pe->what == PW_PUSH) {
 		pj->j.run_many = push_run_many;
 		pj->j.lock_cmp = push_lock_cmp;

@@ -18,8 +18,8 @@
  * then the bytes.  A record cut short by a crash fails its checksum and
  * ends the file's replay; nothing after it was confirmed.
  *
- * Publishes that failed (a full disk) are kept in memory and tried again
- * by the engine's tick; at start, every journal a previous run left is
+ * Publishes that failed (a full disk) are kept in memory, in the order
+ * they failed, and tried again by the engine's tick; at start, every journal a previous run left is
  * replayed before the mount serves anything: each attempt's latest
  * record with no "done" is published.  An attempt published just before
  * a crash, whose "done" never reached the disk, is published again: the
@@ -98,7 +98,7 @@ static pthread_cond_t jcv = PTHREAD_COND_INITIALIZER;
 static struct seg *segs;
 static unsigned seg_no;
 static bool leading;
-static struct stage_ref *kept;
+static struct stage_ref *kept, **kept_tail = &kept; /* oldest first */
 static uint64_t syncs;            /* fdatasyncs of the journal */
 static _Atomic uint64_t old_left; /* previous runs' still waiting */
 
@@ -533,8 +533,9 @@ stage_keep(struct pending *p)
 		return;
 	pthread_mutex_lock(&jmu);
 	if (ref->seg) {
-		ref->next = kept;
-		kept = ref;
+		ref->next = NULL;
+		*kept_tail = ref;
+		kept_tail = &ref->next;
 		ref = NULL;
 	}
 	pthread_mutex_unlock(&jmu);
@@ -641,6 +642,8 @@ publish(struct queen *q, char *b, size_t len, const char *what, bool loud)
 			queen_batch_rollback(q);
 	}
 	free(notify);
+	if (rc == 0 && p.what == PW_PUSH)
+		engine_count_push(dup);
 	if (rc == 0 || permanent(rc)) {
 		fs_log("staged %s/%s %s", p.queue, p.name,
 		    rc == 0 ? (dup ? "was a duplicate" : "published") :
@@ -659,11 +662,12 @@ publish(struct queen *q, char *b, size_t len, const char *what, bool loud)
 static void
 replay_kept(struct queen *q)
 {
-	struct stage_ref *list, *ref, *nx, *again = NULL;
+	struct stage_ref *list, *ref, *nx, *again = NULL, **at = &again;
 
 	pthread_mutex_lock(&jmu);
 	list = kept;
 	kept = NULL;
+	kept_tail = &kept;
 	pthread_mutex_unlock(&jmu);
 	for (ref = list; ref; ref = nx) {
 		char *b;
@@ -674,18 +678,21 @@ replay_kept(struct queen *q)
 			rc = publish(q, b, ref->len, "record", false);
 		free(b);
 		if (rc < 0) {
-			ref->next = again;
-			again = ref;
+			ref->next = NULL;
+			*at = ref;
+			at = &ref->next;
 			retry_due = true;
 		} else {
 			stage_forget(ref);
 		}
 	}
+	/* in the order they were kept, ahead of those kept meanwhile */
 	pthread_mutex_lock(&jmu);
-	while ((ref = again)) {
-		again = ref->next;
-		ref->next = kept;
-		kept = ref;
+	if (again) {
+		*at = kept;
+		if (!kept)
+			kept_tail = at;
+		kept = again;
 	}
 	pthread_mutex_unlock(&jmu);
 }

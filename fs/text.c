@@ -253,9 +253,11 @@ text_sys_stats(struct queen *q, struct cred *who, char **out, size_t *len)
 	    (unsigned long long)c.retries,
 	    (unsigned long long)engine_reader_round_trips());
 	stage_counts(&staged, &stage_syncs);
-	fprintf(f, "staged = %llu\nstage_syncs = %llu\npublish_holds = %llu\n",
+	fprintf(f,
+	    "staged = %llu\nstage_syncs = %llu\npublish_holds = %llu\n"
+	    "publish_redos = %llu\n",
 	    (unsigned long long)staged, (unsigned long long)stage_syncs,
-	    (unsigned long long)c.holds);
+	    (unsigned long long)c.holds, (unsigned long long)c.redos);
 	return close_text(f, out, len, rc < 0 ? rc : 0);
 }
 
@@ -395,6 +397,10 @@ text_metrics(struct queen *q, struct cred *who, char **out, size_t *len)
 	    "Most requests carried by one commit.", c.commit_max);
 	counter(f, "queenfs_commit_failures_total", "counter",
 	    "Failed commits.", c.commit_failures);
+	counter(f, "queenfs_publish_redos_total", "counter",
+	    "Publishes run again at once after a deadlock or a "
+	    "serialization failure rolled them back.",
+	    c.redos);
 	stage_counts(&staged, &stage_syncs);
 	counter(f, "queenfs_staged", "gauge",
 	    "Pushes close() confirmed "

@@ -76,6 +76,16 @@ push_pending(struct queen *q, struct pending *p, const char *txid,
 	return 0;
 }
 
+/* the pushes the replay counted (the engine's counter) */
+static unsigned counted;
+
+void
+engine_count_push(bool dup)
+{
+	(void)dup;
+	counted++;
+}
+
 static char spool[400];
 
 /* a child's attempts, held to its end (no leak for valgrind to see);
@@ -353,6 +363,14 @@ main(void)
 	    "what a torn append left past the next record is not a record");
 	ok(strstr(published, "refused=") == NULL,
 	    "the attempt refused at a full disk is not");
+	{
+		unsigned n = 0;
+
+		for (const char *c = published; *c; c++)
+			n += *c == ';';
+		is_int((int)counted, (int)n,
+		    "each push the replay made is counted once");
+	}
 	diag("published: %s", published);
 
 	fix_close(&f);

@@ -1,0 +1,105 @@
+#!/bin/sh
+# fs-0079-pg-deadlock: a publish PostgreSQL rolls back as a deadlock's
+# victim (run under tests/pg.sh).  Another session (psql) holds the
+# cursor of a caught-up group, which a publish's commit wakes, then asks
+# for the partition the publish holds: the server fails the daemon's
+# transaction after its deadlock_timeout (1 s; psql's own is set past
+# the test's end, so the daemon is the one to find the ring).  The
+# daemon runs the publish again at once, ahead of what came after it:
+# a producer's pushes into the partition land in the order its close()s
+# returned, a rename that publishes returns 0, and the log says why.
+. "$(dirname "$0")/lib.sh"
+test -n "${QUEEN_TEST_PG:-}" ||
+	skip_all "QUEEN_TEST_PG is not set (run under tests/pg.sh)"
+command -v psql >/dev/null || skip_all "no psql"
+SCHEMA=t0079_$$
+mount_queenfs_on "$(pg_uri "$SCHEMA")"
+Q=$MNT/queues/dl
+
+psql_ () {
+	psql -X -q -A -t -v ON_ERROR_STOP=1 "$QUEEN_TEST_PG" \
+	    -c "SET search_path = $SCHEMA" -c "$1"
+}
+
+# the daemon's sessions that wait for a row another one holds
+lock_waits () {
+	psql -X -q -A -t "$QUEEN_TEST_PG" -c "SELECT count(*) FROM
+	    pg_stat_activity WHERE wait_event_type = 'Lock' AND
+	    application_name NOT LIKE 'psql%'"
+}
+
+# ring.sql: the group's cursor, then (once the daemon waits for it and
+# ./go exists) the partition
+cat >"$TRASH/ring.sql" <<EOF
+BEGIN;
+SET search_path = $SCHEMA;
+SET deadlock_timeout = '60s';
+SELECT 1 FROM cursors c JOIN groups g ON g.id = c.group_id
+    JOIN queues q ON q.id = g.queue_id
+    WHERE q.name = 'dl' AND g.name = 'g' AND c.next_at < 0 FOR UPDATE OF c;
+\! touch held
+\! i=0; while ! test -f go && test \$i -lt 200; do sleep 0.05; i=\$((i+1)); done
+SELECT 1 FROM partitions p JOIN queues q ON q.id = p.queue_id
+    WHERE q.name = 'dl' FOR UPDATE OF p;
+SELECT pg_sleep(0.3);
+COMMIT;
+EOF
+
+# ring STEP: run ring.sql in the background; STEP (a command) runs once
+# psql holds the cursor, then the ring closes as soon as the daemon waits
+ring () {
+	rm -f held go &&
+	{ psql -X -q -v ON_ERROR_STOP=1 -f ring.sql "$QUEEN_TEST_PG" \
+		>ring.out 2>&1 & } && rp=$! && track_pid $rp &&
+	wait_until 10 "test -f held" &&
+	eval "$1" &&
+	wait_until 10 "test \"\$(lock_waits)\" -ge 1" &&
+	touch go &&
+	wait "$rp" || { cat ring.out; return 1; }
+}
+
+test_expect_success 'setup: a queue whose group g has read to the end' '
+	mkdir "$Q" "$Q/groups/g" &&
+	printf "lease_time = 300\nwait = 0\n" >"$Q/config" &&
+	echo w >"$Q/w0" &&
+	sysc read "$Q/groups/g/next" >out &&
+	test_is ok "$(sed -n 1p out)" "the read" &&
+	mv "$Q/groups/g/$(sed -n 2p out)" "$Q/groups/g/ack/" &&
+	sysc read_nonblock "$Q/groups/g/next" >out &&
+	test_is "read:EAGAIN" "$(sed -n 1p out)" "a read past the end" &&
+	test_is 1 "$(psql_ "SELECT count(*) FROM cursors WHERE next_at < 0")" \
+	    "caught-up cursors"
+'
+
+test_expect_success 'a rename that publishes and loses a deadlock returns 0' '
+	echo r >"$Q/.r1" &&
+	ring "{ sysc rename \"\$Q/.r1\" \"\$Q/r1\" >mv.out & }" &&
+	wait_until 10 "test -s mv.out" &&
+	test_is ok "$(cat mv.out)" "the rename" &&
+	test_is 1 "$(grep -c "run again" "$DAEMON_LOG")" "redo lines in the log" &&
+	test_is r "$(cat "$Q/partitions/default/r1")" payload &&
+	sysc read "$Q/groups/g/next" >out &&
+	test_is "r1" "$(basename "$(sed -n 2p out)")" "the message read" &&
+	mv "$Q/groups/g/$(sed -n 2p out)" "$Q/groups/g/ack/"
+'
+
+test_expect_success 'a publish that loses a deadlock lands before the later ones' '
+	r0=$(stat_of "$MNT/sys/stats" publish_redos) &&
+	ring "echo o1 >\"\$Q/o1\"; sleep 0.2;
+	    for i in 2 3 4 5; do echo o\$i >\"\$Q/o\$i\" || return 1; done" &&
+	wait_until 10 "test \"\$(stat_of \"$MNT/sys/stats\" staged)\" = 0" &&
+	test_is 7 "$(stat_of "$Q/stats" messages)" messages &&
+	for i in 1 2 3 4 5; do
+		sysc read "$Q/groups/g/next" >out &&
+		test_is ok "$(sed -n 1p out)" "read $i" &&
+		n=$(sed -n 2p out) &&
+		test_is "o$i" "$(basename "$n")" "message $i" &&
+		mv "$Q/groups/g/$n" "$Q/groups/g/ack/" || return 1
+	done &&
+	grep -q "deadlock detected" "$DAEMON_LOG" &&
+	grep -q "rolled back by a deadlock or a serialization failure: run again" \
+	    "$DAEMON_LOG" &&
+	test "$(stat_of "$MNT/sys/stats" publish_redos)" -gt "$r0"
+'
+
+test_done
