@@ -266,12 +266,6 @@ queen_maintain(struct queen *q, bool *more)
 		q->maint_queue[0] = q->maint_after[0] = '\0';
 	else if (rc == STOP)
 		rc = 0;
-	if (rc == 0 && q->ops->cursor_repair) {
-		int64_t woken = 0;
-
-		rc = q->ops->cursor_repair(q->st, m.now, &woken);
-		m.changed += woken;
-	}
 	if (rc == 0)
 		rc = q->ops->kv_purge(q->st, m.now, LIMIT, &deleted);
 	if (rc == 0) {
@@ -279,6 +273,18 @@ queen_maintain(struct queen *q, bool *more)
 		if (deleted >= LIMIT)
 			m.more = true;
 		rc = fire_timers(&m);
+	}
+	/*
+	 * Last, and only in a call that leaves no more for another in the
+	 * same transaction: the cursors it wakes are locked after every
+	 * partition the maintenance locks (a partition's row, then its
+	 * cursors, as a push takes them), never before.
+	 */
+	if (rc == 0 && !m.more && q->ops->cursor_repair) {
+		int64_t woken = 0;
+
+		rc = q->ops->cursor_repair(q->st, m.now, &woken);
+		m.changed += woken;
 	}
 	rc = tx_end(q, rc);
 	if (more)

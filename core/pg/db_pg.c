@@ -366,11 +366,19 @@ static const struct stmt_def sql[ST__N] = {
 	[ST_CUR_MIN] = { "cur_min",
 	    "SELECT min(committed) FROM cursors WHERE partition_id = $1" },
 	/* now: caught-up cursors with messages past them, woken */
+	/* in cursor order, and none another session holds: a publish
+	 * waking it (or an ack) takes care of it, or the next tick does;
+	 * waiting for one while holding another made a ring with a batch
+	 * of publishes waking the two */
 	[ST_CUR_REPAIR] = { "cur_repair",
-	    "UPDATE cursors c SET next_at = $1 FROM partitions p "
-	    "WHERE p.id = c.partition_id AND c.next_at < 0 "
-	    "AND p.tail >= p.head AND c.committed < p.tail "
-	    "RETURNING p.queue_id, p.id" },
+	    "UPDATE cursors c SET next_at = $1 FROM (SELECT "
+	    "r.partition_id, r.group_id, p.queue_id FROM cursors r "
+	    "JOIN partitions p ON p.id = r.partition_id "
+	    "WHERE r.next_at < 0 AND p.tail >= p.head AND "
+	    "r.committed < p.tail ORDER BY r.partition_id, r.group_id "
+	    "FOR UPDATE OF r SKIP LOCKED) w "
+	    "WHERE c.partition_id = w.partition_id AND "
+	    "c.group_id = w.group_id RETURNING w.queue_id, c.partition_id" },
 	/* lease id: the cursor, its partition, queue and group (columns
 	 * from 0, 8, 18 and 39) */
 	[ST_CUR_LEASE_ROWS] = { "cur_lease_rows", "SELECT * FROM " LEASE_ROWS },
