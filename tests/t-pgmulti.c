@@ -2486,6 +2486,54 @@ test_sent_write_fails(void)
 }
 
 /*
+ * The same, when the append waits for another session's row until its
+ * lock times out (as a deadlock's victim fails, EBUSY): the batch cannot
+ * commit, and says it may run again (EBUSY), where any other failure
+ * of a write sent ahead is EIO.  The engine runs its publishes again on
+ * EBUSY (fs/engine.c); before, such a batch answered EIO.
+ */
+static void
+test_sent_write_busy(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "pgm-sentbusy");
+	struct queen *b = open_with(&f, NULL, "lock_timeout%3D1000");
+	PGconn *c = PQconnectdb(f.path);
+	PGresult *r;
+	int rc;
+
+	is_int(push1(q, Q, NULL, "m1", "x"), 1, "sent busy: push m1");
+	r = PQexec(c,
+	    "BEGIN; INSERT INTO messages (id, created_at, txid, payload) "
+	    "SELECT (p.id << 40) + 2, 0, 'w'::bytea, 'in the way'::bytea "
+	    "FROM partitions p JOIN queues q ON q.id = p.queue_id "
+	    "WHERE q.name = '" Q "'");
+	ok(PQresultStatus(r) == PGRES_COMMAND_OK,
+	    "sent busy: another session's row, not committed, at offset 2");
+	PQclear(r);
+	is_int(queen_batch_begin(b, 0), 0, "sent busy: a batch");
+	rc = push1(b, Q, NULL, "m2", "x");
+	ok(rc == 2 || rc == -EBUSY,
+	    "sent busy: its push is answered (2), or times out (%d)", rc);
+	if (rc == 2)
+		ok(push1(b, "other", NULL, "o1", "x") < 0,
+		    "sent busy: the next call meets the time-out");
+	rc = queen_batch_commit(b);
+	is_int(rc, -EBUSY,
+	    "sent busy: the batch cannot commit, and may run "
+	    "again (%s)",
+	    queen_errmsg(b));
+	queen_batch_rollback(b);
+	PQclear(PQexec(c, "ROLLBACK"));
+	is_int(tail_of(q, Q, NULL), 1, "sent busy: the partition is untouched");
+	is_int(push1(b, Q, NULL, "m2", "x"), 2,
+	    "sent busy: run again, it lands");
+	PQfinish(c);
+	queen_close(b);
+	fix_close(&f);
+}
+
+/*
  * A push and an ack of one partition committing at once on two daemons
  * can leave its cursor caught up with a message past it (the ack saw no
  * message, the push saw a leased cursor): made here by hand, as the race
@@ -3198,6 +3246,7 @@ main(void)
 	test_listener();
 	test_listener_gone();
 	test_sent_write_fails();
+	test_sent_write_busy();
 	test_cursor_repair();
 	test_lease_durable();
 	test_ack_order();

@@ -1223,10 +1223,12 @@ pg_commit(struct store *s)
 	PGresult *r;
 	int rc;
 
-	/* a write sent earlier failed: its call was told it succeeded */
+	/* a write sent earlier failed: its call was told it succeeded.
+	 * A deadlock's victim says so: the whole batch may run again. */
 	if (s->poisoned) {
+		rc = s->poison_rc == -EBUSY ? -EBUSY : -EIO;
 		tx_reset(s, false);
-		return -EIO;
+		return rc;
 	}
 	r = pipe_wait(s, ST__N, "COMMIT", NULL, &rc);
 	if (!r) {

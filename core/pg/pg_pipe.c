@@ -41,17 +41,21 @@ pipe_start(struct store *s)
 static int
 poison(struct store *s, int rc)
 {
-	if (s->in_tx)
-		s->poisoned = true;
 	switch (rc) {
 	case -EBUSY:
 	case -ENOSPC:
 	case -ENOMEM:
 	case -EROFS:
 	case -EACCES:
-		return rc;
+		break;
+	default:
+		rc = -EIO;
 	}
-	return -EIO;
+	if (s->in_tx && !s->poisoned) {
+		s->poisoned = true;
+		s->poison_rc = rc;
+	}
+	return rc;
 }
 
 /* Whether some row of r is over PG_BUF_KEEP (libpq read it whole). */

@@ -162,6 +162,7 @@ struct store {
 	struct pend pend[PEND_MAX];
 	int npend;
 	bool poisoned;
+	int poison_rc; /* its errno: EBUSY (a deadlock) may be retried */
 	/* txn_prefetch's answer for one partition until the call ends:
 	 * the hashes found, and those appended since (pid 0: none) */
 	struct {
