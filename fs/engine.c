@@ -843,8 +843,9 @@ run_batch(struct job *list)
 	uint64_t n = 0, ticket = 0;
 	struct job *j, *nx, *later = NULL, **lt = &later;
 	struct job *again = NULL, **at = &again;
-	struct job *redo = NULL, **rt = &redo;
+	struct job *redo = NULL, **rt = &redo, *unrun = NULL;
 	size_t nredo = 0;
+	bool busy = false;
 
 	list = lock_order(list);
 	/* a batch of leases and reads alone need not wait for the disk,
@@ -879,8 +880,19 @@ run_batch(struct job *list)
 			j->run_many(j, k, q);
 		else
 			j->run(j, q);
-		for (struct job *r = j; r != nx; r = r->next)
+		for (struct job *r = j; r != nx; r = r->next) {
 			r->need = queen_pop_ticket(q);
+			busy = busy || (r->rc == -EBUSY && can_redo(r));
+			if (busy && r->next == nx)
+				r->next = NULL;
+		}
+		/* one that will run again: what comes after it waits for
+		 * it, unrun (a read or an ack of the same producer, a later
+		 * put of the same key must not overtake it) */
+		if (busy) {
+			unrun = nx;
+			break;
+		}
 	}
 	if (brc < 0 && !failed)
 		fs_log("cannot start a batch of %llu requests: %s",
@@ -890,8 +902,11 @@ run_batch(struct job *list)
 		    (unsigned long long)n, queen_errmsg(q));
 		queen_batch_rollback(q);
 		E.c.commit_failures++;
+		/* all of it rolled back: a write refused (or failed, the
+		 * transaction aborted) may run again too */
 		for (j = list; j; j = j->next)
-			if (j->write && j->rc == 0)
+			if (j->write &&
+			    (j->rc == 0 || (crc == -EBUSY && can_redo(j))))
 				j->rc = commit_lost(j, crc);
 	} else if (brc == 0) {
 		ticket = queen_sync_ticket(q);
@@ -949,13 +964,16 @@ run_batch(struct job *list)
 		E.held_n = 0;
 		pthread_mutex_unlock(&E.mu);
 	}
-	if (redo) {
-		/* ahead of all that came after them: a producer's later
-		 * pushes into that partition stay behind (nothing is held
-		 * now: a batch that held publishes back ran only pops) */
+	if (redo || unrun) {
+		/* ahead of all that came after them, the batch's unrun jobs
+		 * first (nothing is held now: a batch that held publishes
+		 * back ran only pops) */
 		fs_log("%zu publishes rolled back by a deadlock or a "
 		       "serialization failure: run again",
 		    nredo);
+		*rt = unrun;
+		while (*rt)
+			rt = &(*rt)->next;
 		pthread_mutex_lock(&E.mu);
 		*rt = E.head;
 		if (!E.head)
@@ -1357,10 +1375,15 @@ engine_poll_drop(struct handle *h)
 	h->polling = false;
 }
 
+/* counted after their commit, on whichever thread answers them */
+static _Atomic uint64_t n_pushes, n_duplicates;
+
 void
 engine_counters(struct engine_counters *out)
 {
 	*out = E.c;
+	out->pushes = atomic_load(&n_pushes);
+	out->duplicates = atomic_load(&n_duplicates);
 }
 
 /* the part of the round trips the readers' connection made */
@@ -1373,9 +1396,9 @@ engine_reader_round_trips(void)
 void
 engine_count_push(bool dup)
 {
-	E.c.pushes++;
+	atomic_fetch_add(&n_pushes, 1);
 	if (dup)
-		E.c.duplicates++;
+		atomic_fetch_add(&n_duplicates, 1);
 }
 
 void
