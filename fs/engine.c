@@ -843,7 +843,7 @@ run_batch(struct job *list)
 	uint64_t n = 0, ticket = 0;
 	struct job *j, *nx, *later = NULL, **lt = &later;
 	struct job *again = NULL, **at = &again;
-	struct job *redo = NULL, **rt = &redo, *unrun = NULL;
+	struct job *redo = NULL, **rt = &redo, *unrun = NULL, *last = NULL;
 	size_t nredo = 0;
 	bool busy = false;
 
@@ -883,13 +883,13 @@ run_batch(struct job *list)
 		for (struct job *r = j; r != nx; r = r->next) {
 			r->need = queen_pop_ticket(q);
 			busy = busy || (r->rc == -EBUSY && can_redo(r));
-			if (busy && r->next == nx)
-				r->next = NULL;
+			last = r;
 		}
 		/* one that will run again: what comes after it waits for
 		 * it, unrun (a read or an ack of the same producer, a later
 		 * put of the same key must not overtake it) */
 		if (busy) {
+			last->next = NULL;
 			unrun = nx;
 			break;
 		}

@@ -8,6 +8,7 @@
 # daemon runs the publish again at once, ahead of what came after it:
 # a producer's pushes into the partition land in the order its close()s
 # returned, a rename that publishes returns 0, and the log says why.
+# What comes after it in its batch waits for it, unrun (below).
 . "$(dirname "$0")/lib.sh"
 test -n "${QUEEN_TEST_PG:-}" ||
 	skip_all "QUEEN_TEST_PG is not set (run under tests/pg.sh)"
@@ -100,6 +101,43 @@ test_expect_success 'a publish that loses a deadlock lands before the later ones
 	grep -q "rolled back by a deadlock or a serialization failure: run again" \
 	    "$DAEMON_LOG" &&
 	test "$(stat_of "$MNT/sys/stats" publish_redos)" -gt "$r0"
+'
+
+# A daemon whose statements wait at most 300 ms for a row (lock_timeout):
+# its publish into a partition psql holds fails with EBUSY and runs
+# again, and a read of next that the producer made after its close()
+# meets it in a batch; the read must not run past it (it would answer
+# EAGAIN though the push's close() had returned) but wait, unrun, until
+# the publish lands.
+cat >"$TRASH/hold.sql" <<EOF
+BEGIN;
+SET search_path = $SCHEMA;
+SELECT 1 FROM partitions p JOIN queues q ON q.id = p.queue_id
+    WHERE q.name = 'ro' FOR UPDATE OF p;
+\! touch held2
+\! i=0; while ! test -f go2 && test \$i -lt 200; do sleep 0.05; i=\$((i+1)); done
+COMMIT;
+EOF
+
+test_expect_success 'a read after a push that runs again waits for it' '
+	mkdir "$MNT/queues/ro" &&
+	printf "lease_time = 300\nwait = 0\n" >"$MNT/queues/ro/config" &&
+	echo w >"$MNT/queues/ro/w0" &&
+	sysc read "$MNT/queues/ro/next" >out &&
+	mv "$MNT/queues/ro/$(sed -n 2p out)" "$MNT/queues/ro/ack/" &&
+	mount_extra b --db "$(pg_uri "$SCHEMA")%20-clock_timeout%3D300" &&
+	B=$TRASH/b/queues/ro &&
+	{ psql -X -q -v ON_ERROR_STOP=1 -f hold.sql "$QUEEN_TEST_PG" \
+		>hold.out 2>&1 & } && hp=$! && track_pid $hp &&
+	wait_until 10 "test -f held2" &&
+	echo r1 >"$B/r1" &&
+	{ sysc read_nonblock "$B/next" >rd.out & } && rdp=$! &&
+	track_pid $rdp &&
+	wait_until 20 "test \$(grep -c \"run again\" \"$TRASH/b.log\") -ge 2" &&
+	touch go2 &&
+	wait "$hp" && wait "$rdp" &&
+	test_is ok "$(sed -n 1p rd.out)" "the read" &&
+	test_is r1 "$(basename "$(sed -n 2p rd.out)")" "the message read"
 '
 
 test_done
