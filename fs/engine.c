@@ -806,6 +806,16 @@ can_redo(const struct job *j)
 	return j->redo && j->tries < REDO_MAX;
 }
 
+/* whether the jobs from j on may wait for another batch again */
+static bool
+may_defer(const struct job *j)
+{
+	for (; j; j = j->next)
+		if (j->tries >= REDO_MAX)
+			return false;
+	return true;
+}
+
 /* what run and the batch set, undone for the next run */
 static void
 redo_reset(struct job *j)
@@ -882,13 +892,17 @@ run_batch(struct job *list)
 			j->run(j, q);
 		for (struct job *r = j; r != nx; r = r->next) {
 			r->need = queen_pop_ticket(q);
-			busy = busy || (r->rc == -EBUSY && can_redo(r));
+			busy = busy || (r->rc == -EBUSY && brc == 0);
 			last = r;
 		}
-		/* one that will run again: what comes after it waits for
-		 * it, unrun (a read or an ack of the same producer, a later
-		 * put of the same key must not overtake it) */
-		if (busy) {
+		/*
+		 * One that will run again (or a call that met a write of
+		 * one that failed late, which fails the batch): what comes
+		 * after it waits for it, unrun, so that a read or an ack of
+		 * the same producer, a later put of the same key, does not
+		 * overtake it.  A job left unrun REDO_MAX times runs on.
+		 */
+		if (busy && may_defer(nx)) {
 			last->next = NULL;
 			unrun = nx;
 			break;
@@ -968,12 +982,15 @@ run_batch(struct job *list)
 		/* ahead of all that came after them, the batch's unrun jobs
 		 * first (nothing is held now: a batch that held publishes
 		 * back ran only pops) */
-		fs_log("%zu publishes rolled back by a deadlock or a "
-		       "serialization failure: run again",
-		    nredo);
+		if (nredo)
+			fs_log("%zu publishes rolled back by a deadlock or a "
+			       "serialization failure: run again",
+			    nredo);
 		*rt = unrun;
-		while (*rt)
+		while (*rt) {
+			(*rt)->tries++;
 			rt = &(*rt)->next;
+		}
 		pthread_mutex_lock(&E.mu);
 		*rt = E.head;
 		if (!E.head)

@@ -212,7 +212,7 @@ struct job {
 	 * or a serialization failure (EBUSY) puts it back at the head of
 	 * the queue, ahead of what came after it (engine.c) */
 	bool redo;
-	unsigned char tries; /* times it was put back so */
+	unsigned char tries; /* times it was put back so, or left unrun */
 	/* set by run: park as a waiter until deadline (ms) or a push */
 	bool wait;
 	int64_t deadline, due;

@@ -678,13 +678,16 @@ replay_kept(struct queen *q)
 			rc = publish(q, b, ref->len, "record", false);
 		free(b);
 		if (rc < 0) {
-			ref->next = NULL;
-			*at = ref;
-			at = &ref->next;
+			/* the rest wait behind it, in their order: a store
+			 * that refuses one now is not asked for each in turn
+			 * (a lock timeout each) while the mount waits */
+			again = ref;
+			while (*at)
+				at = &(*at)->next;
 			retry_due = true;
-		} else {
-			stage_forget(ref);
+			break;
 		}
+		stage_forget(ref);
 	}
 	/* in the order they were kept, ahead of those kept meanwhile */
 	pthread_mutex_lock(&jmu);

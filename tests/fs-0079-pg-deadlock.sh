@@ -77,7 +77,7 @@ test_expect_success 'a rename that publishes and loses a deadlock returns 0' '
 	ring "{ sysc rename \"\$Q/.r1\" \"\$Q/r1\" >mv.out & }" &&
 	wait_until 10 "test -s mv.out" &&
 	test_is ok "$(cat mv.out)" "the rename" &&
-	test_is 1 "$(grep -c "run again" "$DAEMON_LOG")" "redo lines in the log" &&
+	grep -q "run again" "$DAEMON_LOG" &&
 	test_is r "$(cat "$Q/partitions/default/r1")" payload &&
 	sysc read "$Q/groups/g/next" >out &&
 	test_is "r1" "$(basename "$(sed -n 2p out)")" "the message read" &&
