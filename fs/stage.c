@@ -19,7 +19,8 @@
  * ends the file's replay; nothing after it was confirmed.
  *
  * Publishes that failed (a full disk) are kept in memory, in the order
- * they failed, and tried again by the engine's tick; at start, every journal a previous run left is
+ * they failed, and tried again by the engine's tick, up to the first
+ * that fails again; at start, every journal a previous run left is
  * replayed before the mount serves anything: each attempt's latest
  * record with no "done" is published.  An attempt published just before
  * a crash, whose "done" never reached the disk, is published again: the
