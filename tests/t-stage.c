@@ -59,6 +59,12 @@ pend_unsnap(struct pending *p, char *b, size_t len, unsigned gen)
 
 /* what the replay published, "name=bytes;" each */
 static char published[4096];
+/* the next refuse_n publishes of refuse_name fail with EBUSY; the first
+ * to fail keeps `late` as another release's failed publish would, while
+ * the tick's retry runs */
+static const char *refuse_name;
+static int refuse_n;
+static struct pending *late;
 
 int
 push_pending(struct queen *q, struct pending *p, const char *txid,
@@ -71,6 +77,16 @@ push_pending(struct queen *q, struct pending *p, const char *txid,
 	(void)excl;
 	*notify = NULL;
 	*dup = false;
+	if (refuse_name && strcmp(txid, refuse_name) == 0 && refuse_n > 0) {
+		refuse_n--;
+		if (late) {
+			struct pending *l = late;
+
+			late = NULL;
+			stage_keep(l);
+		}
+		return -EBUSY;
+	}
 	snprintf(published + at, sizeof(published) - at, "%s=%.*s;", txid,
 	    (int)len, buf);
 	return 0;
@@ -314,6 +330,57 @@ body_held(void)
 		_exit(99);
 }
 
+/* an attempt of this run staged with bytes, its publish failed */
+static struct pending *
+staged(const char *name, const char *bytes)
+{
+	struct pending *p = attempt(name);
+
+	snap_bytes = bytes;
+	ok(stage_save(p) == 0, "%s staged", name);
+	return p;
+}
+
+/*
+ * This run's publishes that failed (a lock timeout: EBUSY) are tried
+ * again at the tick in the order they failed, up to the first that
+ * fails again: the ones behind it are not asked (each would wait out
+ * its own lock timeout) and keep their place, ahead of a publish that
+ * failed while the retry ran.
+ */
+static void
+kept_retry(struct queen *q)
+{
+	struct pending *a = staged("ka", "A"), *b = staged("kb", "B");
+	struct pending *c = staged("kc", "C"), *d = staged("kd", "D");
+	uint64_t left, syncs;
+
+	published[0] = '\0';
+	stage_keep(a);
+	stage_keep(b);
+	stage_keep(c);
+	refuse_name = "kb";
+	refuse_n = 1;
+	late = d;
+	stage_replay(q);
+	is_str(published, "ka=A;",
+	    "the retry publishes the first, stops at "
+	    "the second, which fails again, and does not ask for the third");
+	stage_counts(&left, &syncs);
+	is_int((int)left, 3, "three are still staged");
+	published[0] = '\0';
+	stage_replay(q);
+	is_str(published, "kb=B;kc=C;kd=D;",
+	    "the next tick publishes the "
+	    "rest in the order they failed, the one kept meanwhile last");
+	stage_counts(&left, &syncs);
+	is_int((int)left, 0, "nothing is left staged");
+	published[0] = '\0';
+	stage_replay(q);
+	is_str(published, "", "a tick with nothing kept publishes nothing");
+	refuse_name = NULL;
+}
+
 int
 main(void)
 {
@@ -372,8 +439,13 @@ main(void)
 		    "each push the replay made is counted once");
 	}
 	diag("published: %s", published);
+	kept_retry(q);
 
 	fix_close(&f);
+	/* this run's journal stays while it runs (a daemon's is replayed
+	 * and removed at its next start) */
+	snprintf(path, sizeof(path), "%s/9000-1.j", spool);
+	unlink(path);
 	/* the replay removed every journal it published all of */
 	if (rmdir(spool) == 0 && rmdir(dir) == 0)
 		return done_testing();
