@@ -140,4 +140,49 @@ test_expect_success 'a read after a push that runs again waits for it' '
 	test_is r1 "$(basename "$(sed -n 2p rd.out)")" "the message read"
 '
 
+# The same daemon killed (kill -9) while its publish waits to run again:
+# the close() had returned 0, so the bytes are in its journal, and the
+# restart publishes them once, in the order of the closes, behind what
+# the partition held.
+cat >"$TRASH/hold3.sql" <<EOF
+BEGIN;
+SET search_path = $SCHEMA;
+SELECT 1 FROM partitions p JOIN queues q ON q.id = p.queue_id
+    WHERE q.name = 'kq' FOR UPDATE OF p;
+\! touch held3
+\! i=0; while ! test -f go3 && test \$i -lt 400; do sleep 0.05; i=\$((i+1)); done
+COMMIT;
+EOF
+
+test_expect_success 'a publish waiting to run again survives a kill -9 of its daemon' '
+	K=$MNT/queues/kq &&
+	mkdir "$K" &&
+	printf "lease_time = 300\nwait = 0\n" >"$K/config" &&
+	echo k0 >"$K/k0" &&
+	{ psql -X -q -v ON_ERROR_STOP=1 -f hold3.sql "$QUEEN_TEST_PG" \
+		>hold3.out 2>&1 & } && hp=$! && track_pid $hp &&
+	wait_until 10 "test -f held3" &&
+	r0=$(grep -c "run again" b.log) &&
+	echo k1 >"$TRASH/b/queues/kq/k1" &&
+	echo k2 >"$TRASH/b/queues/kq/k2" &&
+	wait_until 20 "test \$(grep -c \"run again\" b.log) -gt $r0" &&
+	kill9_extra b &&
+	touch go3 &&
+	wait "$hp" &&
+	test_is 1 "$(stat_of "$K/stats" messages)" "messages before the restart" &&
+	remount_extra b &&
+	wait_until 20 "test \"\$(stat_of \"$TRASH/b/sys/stats\" staged)\" = 0" &&
+	test_is 3 "$(stat_of "$K/stats" messages)" "messages after it" &&
+	for i in 0 1 2; do
+		sysc read "$K/next" >out &&
+		test_is ok "$(sed -n 1p out)" "read $i" &&
+		n=$(sed -n 2p out) &&
+		test_is "k$i" "$(basename "$n")" "message $i" &&
+		test_is "k$i" "$(cat "$K/$n")" "payload $i" &&
+		mv "$K/$n" "$K/ack/" || return 1
+	done &&
+	sysc read_nonblock "$K/next" >out &&
+	test_is "read:EAGAIN" "$(sed -n 1p out)" "nothing more"
+'
+
 test_done
