@@ -2533,6 +2533,75 @@ test_sent_write_busy(void)
 	fix_close(&f);
 }
 
+/* COMMIT on the connection after ms milliseconds */
+struct later {
+	PGconn *c;
+	int ms;
+};
+
+static void *
+commit_later(void *arg)
+{
+	struct later *l = arg;
+
+	usleep((useconds_t)l->ms * 1000);
+	PQclear(PQexec(l->c, "COMMIT"));
+	return NULL;
+}
+
+/*
+ * The lock_timeout a connection's options set is the one its statements
+ * wait for a row; the store sets its own (5 s) only where none is set.
+ * Another session holds the partition for 1.5 s: a handle that waits at
+ * most 200 ms fails its push with EBUSY while the row is held (on the
+ * code that overrode it with 5 s, the push waited and landed), and one
+ * without a setting waits the hold out and lands.
+ */
+static void
+test_lock_timeout(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "pgm-locktime");
+	struct queen *b = open_with(&f, NULL, "lock_timeout%3D200");
+	PGconn *c = PQconnectdb(f.path);
+	struct later l = { c, 1500 };
+	pthread_t th;
+	PGresult *r;
+	int64_t rc;
+	int i;
+
+	is_int(push1(q, Q, NULL, "m1", "x"), 1, "lock timeout: push m1");
+	for (i = 0; i < 2; i++) {
+		struct queen *h = i == 0 ? b : q;
+
+		r = PQexec(c, "BEGIN; SELECT 1 FROM partitions p JOIN queues q "
+			      "ON q.id = p.queue_id WHERE q.name = '" Q "' "
+			      "FOR UPDATE OF p");
+		ok(PQresultStatus(r) == PGRES_TUPLES_OK,
+		    "lock timeout: another session holds the partition");
+		PQclear(r);
+		if (pthread_create(&th, NULL, commit_later, &l) != 0) {
+			diag("pthread_create failed");
+			exit(1);
+		}
+		rc = push1(h, Q, NULL, i == 0 ? "m2" : "m3", "x");
+		if (i == 0)
+			is_int(rc, -EBUSY,
+			    "lock timeout: the handle whose connection waits "
+			    "200 ms fails while the row is held (%s)",
+			    queen_errmsg(h));
+		else
+			is_int(rc, 2, "lock timeout: the handle with no "
+				      "setting of its own waits the hold out");
+		pthread_join(th, NULL);
+	}
+	is_int(push1(b, Q, NULL, "m4", "x"), 3,
+	    "lock timeout: the row free, the first handle pushes");
+	PQfinish(c);
+	queen_close(b);
+	fix_close(&f);
+}
+
 /*
  * A push and an ack of one partition committing at once on two daemons
  * can leave its cursor caught up with a message past it (the ack saw no
@@ -3247,6 +3316,7 @@ main(void)
 	test_listener_gone();
 	test_sent_write_fails();
 	test_sent_write_busy();
+	test_lock_timeout();
 	test_cursor_repair();
 	test_lease_durable();
 	test_ack_order();

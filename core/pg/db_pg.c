@@ -793,6 +793,15 @@ simple(struct store *s, const char *text)
 	return rc;
 }
 
+/*
+ * How long a statement waits for a row another session holds: what the
+ * connection's options (or PGOPTIONS) set, else 5 s.  It bounds how long
+ * one held row stalls the daemon's writes.
+ */
+#define LOCK_TIMEOUT \
+	"SELECT set_config('lock_timeout', '5s', false) " \
+	"WHERE current_setting('lock_timeout') = '0'"
+
 /* Session settings, in one place; again after every reconnect. */
 static int
 session(struct store *s)
@@ -805,7 +814,7 @@ session(struct store *s)
 	int rc;
 
 	if ((rc = pipe_start(s)) != 0 ||
-	    (rc = simple(s, "SET lock_timeout = '5s'")) != 0 ||
+	    (rc = simple(s, LOCK_TIMEOUT)) != 0 ||
 	    (rc = simple(s, "SET client_min_messages = warning")) != 0 ||
 	    (rc = simple(s, commit[s->sync])) != 0)
 		return rc;
@@ -1625,7 +1634,7 @@ pg_read_durable(struct store *s)
  * gone are dropped as a session starts.
  */
 #define SYNC_SETUP \
-	"SET synchronous_commit = on; SET lock_timeout = '5s'; " \
+	"SET synchronous_commit = on; " LOCK_TIMEOUT "; " \
 	"DELETE FROM queen_flush WHERE pid <> pg_backend_pid() " \
 	"AND pid NOT IN (SELECT pid FROM pg_stat_activity " \
 	"WHERE pid IS NOT NULL)"
