@@ -103,7 +103,8 @@ test_expect_success 'a publish that loses a deadlock lands before the later ones
 	test "$(stat_of "$MNT/sys/stats" publish_redos)" -gt "$r0"
 '
 
-# A daemon whose statements wait at most 300 ms for a row (lock_timeout):
+# A daemon whose statements wait at most 300 ms for a row (lock_timeout
+# in its --db options, which the daemon keeps):
 # its publish into a partition psql holds fails with EBUSY and runs
 # again, and a read of next that the producer made after its close()
 # meets it in a batch; the read must not run past it (it would answer
@@ -183,6 +184,54 @@ test_expect_success 'a publish waiting to run again survives a kill -9 of its da
 	done &&
 	sysc read_nonblock "$K/next" >out &&
 	test_is "read:EAGAIN" "$(sed -n 1p out)" "nothing more"
+'
+
+# The same daemon (its statements wait at most 300 ms for a row) under a
+# stream of pushes into a partition psql holds, one every 0.1 s, each
+# publish failing and run again: a read of another queue's next that
+# meets them in a batch waits, unrun, behind them at most 4 times, then
+# runs on.  Unbounded, it waited until the stream's last publish had
+# run out of retries, after the stream.  Every push lands once the row
+# is free.
+cat >"$TRASH/hold4.sql" <<EOF
+BEGIN;
+SET search_path = $SCHEMA;
+SELECT 1 FROM partitions p JOIN queues q ON q.id = p.queue_id
+    WHERE q.name = 'st' FOR UPDATE OF p;
+\! touch held4
+\! i=0; while ! test -f go4 && test \$i -lt 600; do sleep 0.05; i=\$((i+1)); done
+COMMIT;
+EOF
+
+test_expect_success 'a read behind a stream of publishes that keep failing is not starved' '
+	for q in st ot; do
+		mkdir "$MNT/queues/$q" &&
+		printf "lease_time = 300\nwait = 0\n" >"$MNT/queues/$q/config" &&
+		echo ${q}0 >"$MNT/queues/$q/${q}0" || return 1
+	done &&
+	{ psql -X -q -v ON_ERROR_STOP=1 -f hold4.sql "$QUEEN_TEST_PG" \
+		>hold4.out 2>&1 & } && hp=$! && track_pid $hp &&
+	wait_until 10 "test -f held4" &&
+	: >st.pushed &&
+	{ i=1; while test $i -le 100 && ! test -f stop4; do
+		echo st$i >"$TRASH/b/queues/st/st$i" || exit 1
+		echo st$i >>st.pushed; i=$((i + 1)); sleep 0.1
+	done & } && sp=$! && track_pid $sp &&
+	wait_until 10 "test \$(wc -l <st.pushed) -ge 3" &&
+	sysc read_nonblock "$TRASH/b/queues/ot/next" >rd.out &&
+	n=$(wc -l <st.pushed) &&
+	touch stop4 &&
+	wait "$sp" &&
+	touch go4 &&
+	wait "$hp" &&
+	echo "the read returned after $n of the stream'\''s pushes" &&
+	test_is ok "$(sed -n 1p rd.out)" "the read" &&
+	test_is ot0 "$(basename "$(sed -n 2p rd.out)")" "the message read" &&
+	test "$n" -lt 100 &&
+	m=$(wc -l <st.pushed) &&
+	wait_until 30 "test \"\$(stat_of \"$TRASH/b/sys/stats\" staged)\" = 0" &&
+	test_is $((m + 1)) "$(stat_of "$MNT/queues/st/stats" messages)" \
+	    "every push landed, once"
 '
 
 test_done
