@@ -375,6 +375,7 @@ int stage_save(struct pending *p);
 bool stage_needed(const struct pending *p);
 void stage_remove(struct pending *p);
 void stage_keep(struct pending *p);
+bool stage_kept_for(const char *queue, const char *part);
 void stage_forget(struct stage_ref *ref);
 void stage_counts(uint64_t *staged, uint64_t *syncs);
 void stage_replay(struct queen *q);

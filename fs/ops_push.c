@@ -69,11 +69,26 @@ push_pending(struct queen *q, struct pending *p, const char *txid,
 	return rc;
 }
 
+/* whether publishes kept for the tick go to j's partition */
+static bool
+kept_ahead(const struct job *j)
+{
+	const struct pending *pe = ((const struct push_job *)j)->pe;
+
+	return stage_kept_for(pe->queue, pe->part);
+}
+
 static void
 push_run(struct job *j, struct queen *q)
 {
 	struct push_job *pj = (struct push_job *)j;
 
+	/* a release's publish waits behind those kept for its partition
+	 * (it is kept too, and the tick publishes them in their order) */
+	if (pj->h && kept_ahead(j)) {
+		j->rc = -EAGAIN;
+		return;
+	}
 	j->rc = push_pending(q, pj->pe, pj->txid, pj->buf, pj->len, pj->excl,
 	    &j->notify, &pj->dup);
 }
@@ -178,7 +193,12 @@ push_run_many(struct job *first, size_t n, struct queen *q)
 			e = e->next;
 		if (busy && push_lock_cmp(busy, j) != 0)
 			busy = NULL;
-		rc = busy ? -EBUSY : k == 1 ? 1 : publish_many(q, j, k);
+		if (busy)
+			rc = -EBUSY;
+		else if (k == 1 || kept_ahead(j))
+			rc = 1; /* each alone */
+		else
+			rc = publish_many(q, j, k);
 		if (rc == -EBUSY && !busy)
 			fs_log("push of %zu into %s: %s (EBUSY)", k,
 			    ((struct push_job *)j)->pe->queue, queen_errmsg(q));

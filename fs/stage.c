@@ -77,6 +77,7 @@ struct stage_ref {
 	off_t off; /* of the body */
 	uint32_t len;
 	struct stage_ref *next; /* on the kept list */
+	char *target;           /* kept: "queue/partition" */
 	/* fs_lock: stage_saves of it under way (a flush that finds one
 	 * waits for its own), and stage_remove's wish that the last one
 	 * let go of it */
@@ -521,7 +522,21 @@ stage_forget(struct stage_ref *ref)
 	ref_release(ref, true);
 	seg_tidy();
 	pthread_mutex_unlock(&jmu);
+	free(ref->target);
 	free(ref);
+}
+
+/* what a kept publish of p's names: the partition it goes to */
+static char *
+target_of(const char *queue, const char *part)
+{
+	const char *pn = part ? part : QUEEN_DEFAULT_PARTITION;
+	size_t n = strlen(queue) + strlen(pn) + 2;
+	char *t = malloc(n);
+
+	if (t)
+		snprintf(t, n, "%s/%s", queue, pn);
+	return t;
 }
 
 /* A publish failed: the tick tries the record again. */
@@ -532,6 +547,8 @@ stage_keep(struct pending *p)
 
 	if (!ref)
 		return;
+	if (!ref->target)
+		ref->target = target_of(p->queue, p->part);
 	pthread_mutex_lock(&jmu);
 	if (ref->seg) {
 		ref->next = NULL;
@@ -540,8 +557,30 @@ stage_keep(struct pending *p)
 		ref = NULL;
 	}
 	pthread_mutex_unlock(&jmu);
+	if (ref)
+		free(ref->target);
 	free(ref);
 	retry_due = true;
+}
+
+/*
+ * Whether a publish into the partition waits, kept, for the tick: it
+ * must not land ahead of an earlier one kept for it.  Without the
+ * memory to name a kept one, every partition is taken to have one.
+ */
+bool
+stage_kept_for(const char *queue, const char *part)
+{
+	struct stage_ref *ref;
+	char *t = target_of(queue, part);
+	bool found = false;
+
+	pthread_mutex_lock(&jmu);
+	for (ref = kept; ref && !found; ref = ref->next)
+		found = !t || !ref->target || strcmp(ref->target, t) == 0;
+	pthread_mutex_unlock(&jmu);
+	free(t);
+	return found;
 }
 
 static bool

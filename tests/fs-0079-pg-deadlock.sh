@@ -234,4 +234,43 @@ test_expect_success 'a read behind a stream of publishes that keep failing is no
 	    "every push landed, once"
 '
 
+# A publish that ran out of retries is kept for the tick, which tries it
+# again once a second.  A later push into that partition must not land
+# ahead of it when the row comes free between two ticks: it is kept
+# behind it without being tried (on the code before, it landed first).
+cat >"$TRASH/hold5.sql" <<EOF
+BEGIN;
+SET search_path = $SCHEMA;
+SELECT 1 FROM partitions p JOIN queues q ON q.id = p.queue_id
+    WHERE q.name = 'kg' FOR UPDATE OF p;
+\! touch held5
+\! i=0; while ! test -f go5 && test \$i -lt 600; do sleep 0.05; i=\$((i+1)); done
+COMMIT;
+EOF
+
+test_expect_success 'a push behind a kept publish of its partition lands after it' '
+	G=$TRASH/b/queues/kg &&
+	mkdir "$MNT/queues/kg" &&
+	printf "lease_time = 300\nwait = 0\n" >"$MNT/queues/kg/config" &&
+	echo g0 >"$MNT/queues/kg/g0" &&
+	{ psql -X -q -v ON_ERROR_STOP=1 -f hold5.sql "$QUEEN_TEST_PG" \
+		>hold5.out 2>&1 & } && hp=$! && track_pid $hp &&
+	wait_until 10 "test -f held5" &&
+	echo g1 >"$G/g1" &&
+	wait_until 20 "grep -q \"staged kg/g1: not published yet\" b.log" &&
+	touch go5 &&
+	wait "$hp" &&
+	echo g2 >"$G/g2" &&
+	echo g3 >"$G/g3" &&
+	wait_until 20 "test \"\$(stat_of \"$TRASH/b/sys/stats\" staged)\" = 0" &&
+	test_is 4 "$(stat_of "$G/stats" messages)" messages &&
+	for i in 0 1 2 3; do
+		sysc read "$G/next" >out &&
+		test_is ok "$(sed -n 1p out)" "read $i" &&
+		n=$(sed -n 2p out) &&
+		test_is "g$i" "$(basename "$n")" "message $i" &&
+		mv "$G/$n" "$G/ack/" || return 1
+	done
+'
+
 test_done

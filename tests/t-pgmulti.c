@@ -2574,9 +2574,10 @@ test_lock_timeout(void)
 	for (i = 0; i < 2; i++) {
 		struct queen *h = i == 0 ? b : q;
 
-		r = PQexec(c, "BEGIN; SELECT 1 FROM partitions p JOIN queues q "
-			      "ON q.id = p.queue_id WHERE q.name = '" Q "' "
-			      "FOR UPDATE OF p");
+		r = PQexec(c,
+		    "BEGIN; SELECT 1 FROM partitions p JOIN queues q "
+		    "ON q.id = p.queue_id WHERE q.name = '" Q "' "
+		    "FOR UPDATE OF p");
 		ok(PQresultStatus(r) == PGRES_TUPLES_OK,
 		    "lock timeout: another session holds the partition");
 		PQclear(r);
@@ -2591,8 +2592,9 @@ test_lock_timeout(void)
 			    "200 ms fails while the row is held (%s)",
 			    queen_errmsg(h));
 		else
-			is_int(rc, 2, "lock timeout: the handle with no "
-				      "setting of its own waits the hold out");
+			is_int(rc, 2,
+			    "lock timeout: the handle with no "
+			    "setting of its own waits the hold out");
 		pthread_join(th, NULL);
 	}
 	is_int(push1(b, Q, NULL, "m4", "x"), 3,

@@ -813,8 +813,7 @@ session(struct store *s)
 	};
 	int rc;
 
-	if ((rc = pipe_start(s)) != 0 ||
-	    (rc = simple(s, LOCK_TIMEOUT)) != 0 ||
+	if ((rc = pipe_start(s)) != 0 || (rc = simple(s, LOCK_TIMEOUT)) != 0 ||
 	    (rc = simple(s, "SET client_min_messages = warning")) != 0 ||
 	    (rc = simple(s, commit[s->sync])) != 0)
 		return rc;
