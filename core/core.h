@@ -364,6 +364,9 @@ struct store_ops {
 	 * before commit returns (outside a transaction, or see read_durable;
 	 * NULL: ignored) */
 	int (*set_durable)(struct store *st, bool durable);
+	/* brief: the next transaction waits only briefly for a row another
+	 * session holds (NULL: ignored) */
+	void (*set_brief)(struct store *st, bool brief);
 	/* make every commit so far durable; unlike the rest, may run on a
 	 * second thread while the store is in use (NULL: commits at the
 	 * durable level are durable by themselves).  -ENOTCONN: the

@@ -293,11 +293,19 @@ batch_begin(struct queen *q, bool durable, bool deferred)
 int
 queen_batch_begin(struct queen *q, enum queen_batch_flags flags)
 {
-	if (flags & ~(QUEEN_BATCH_LAZY | QUEEN_BATCH_DEFERRED))
+	int rc;
+
+	if (flags &
+	    ~(QUEEN_BATCH_LAZY | QUEEN_BATCH_DEFERRED | QUEEN_BATCH_BRIEF))
 		return queen_err(q, -EINVAL, "unknown batch flags %#x",
 		    (unsigned)flags);
-	return batch_begin(q, !(flags & QUEEN_BATCH_LAZY),
+	if (q->ops->set_brief)
+		q->ops->set_brief(q->st, (flags & QUEEN_BATCH_BRIEF) != 0);
+	rc = batch_begin(q, !(flags & QUEEN_BATCH_LAZY),
 	    (flags & QUEEN_BATCH_DEFERRED) != 0);
+	if (rc != 0 && q->ops->set_brief)
+		q->ops->set_brief(q->st, false);
+	return rc;
 }
 
 static void fresh_commit(struct queen *q, uint64_t ticket);

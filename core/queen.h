@@ -133,6 +133,14 @@ enum queen_batch_flags {
 	 * an ordinary batch and the ticket is 0.
 	 */
 	QUEEN_BATCH_DEFERRED = 1 << 1,
+	/*
+	 * Its statements wait only briefly (100 ms) for a row another
+	 * session holds, then fail with -EBUSY: for a retry that can come
+	 * again later, which must not hold up the caller's other work for
+	 * a whole lock timeout.  On a server (PostgreSQL); SQLite has no
+	 * row another session can hold, and ignores it.
+	 */
+	QUEEN_BATCH_BRIEF = 1 << 2,
 };
 /*
  * queen_batch_begin - open a batch; flags 0 for one whose commit waits

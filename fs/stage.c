@@ -18,11 +18,13 @@
  * then the bytes.  A record cut short by a crash fails its checksum and
  * ends the file's replay; nothing after it was confirmed.
  *
- * Publishes that failed (a full disk) are kept in memory, in the order
- * they failed, and tried again by the engine's tick, up to the first
- * that fails again; at start, every journal a previous run left is
- * replayed before the mount serves anything: each attempt's latest
- * record with no "done" is published.  An attempt published just before
+ * Publishes that failed (a full disk, a row held elsewhere) are kept in
+ * memory, in the order they failed; later publishes into a partition
+ * with a kept one are kept behind it untried (ops_push.c), and the
+ * engine's tick tries them again in that order, up to the first that
+ * fails again, each waiting only briefly for a row.  At start, every
+ * journal a previous run left is replayed before the mount serves
+ * anything: each attempt's latest record with no "done" is published.  An attempt published just before
  * a crash, whose "done" never reached the disk, is published again: the
  * store's dedup window answers it as a duplicate.  Files in the older
  * one-file-per-attempt format are still replayed.  No SQL here:
@@ -673,7 +675,9 @@ publish(struct queen *q, char *b, size_t len, const char *what, bool loud)
 	p.queue = f[5];
 	p.part = f[6][0] ? f[6] : NULL;
 	p.name = f[7];
-	if ((rc = queen_batch_begin(q, 0)) == 0) {
+	/* a row held elsewhere is waited for briefly: the tick tries again,
+	 * and the mount's requests wait behind this meanwhile */
+	if ((rc = queen_batch_begin(q, QUEEN_BATCH_BRIEF)) == 0) {
 		rc = push_pending(q, &p, p.name, pay, len - (size_t)(pay - b),
 		    p.excl, &notify, &dup);
 		if (rc == 0)

@@ -2554,8 +2554,9 @@ commit_later(void *arg)
  * wait for a row; the store sets its own (5 s) only where none is set.
  * Another session holds the partition for 1.5 s: a handle that waits at
  * most 200 ms fails its push with EBUSY while the row is held (on the
- * code that overrode it with 5 s, the push waited and landed), and one
- * without a setting waits the hold out and lands.
+ * code that overrode it with 5 s, the push waited and landed), so does
+ * a batch begun QUEEN_BATCH_BRIEF (100 ms) on a handle without a setting,
+ * and that handle's next batch waits the hold out and lands.
  */
 static void
 test_lock_timeout(void)
@@ -2571,7 +2572,8 @@ test_lock_timeout(void)
 	int i;
 
 	is_int(push1(q, Q, NULL, "m1", "x"), 1, "lock timeout: push m1");
-	for (i = 0; i < 2; i++) {
+	/* b; q in a brief batch; q in a batch of its own (none left over) */
+	for (i = 0; i < 3; i++) {
 		struct queen *h = i == 0 ? b : q;
 
 		r = PQexec(c,
@@ -2585,11 +2587,23 @@ test_lock_timeout(void)
 			diag("pthread_create failed");
 			exit(1);
 		}
-		rc = push1(h, Q, NULL, i == 0 ? "m2" : "m3", "x");
+		if (i == 1 && queen_batch_begin(h, QUEEN_BATCH_BRIEF) != 0)
+			diag("queen_batch_begin: %s", queen_errmsg(h));
+		rc = push1(h, Q, NULL, i == 2 ? "m3" : "m2", "x");
+		if (i == 1) {
+			if (rc == 0)
+				rc = queen_batch_commit(h);
+			queen_batch_rollback(h);
+		}
 		if (i == 0)
 			is_int(rc, -EBUSY,
 			    "lock timeout: the handle whose connection waits "
 			    "200 ms fails while the row is held (%s)",
+			    queen_errmsg(h));
+		else if (i == 1)
+			is_int(rc, -EBUSY,
+			    "lock timeout: a brief batch of the other fails "
+			    "while the row is held (%s)",
 			    queen_errmsg(h));
 		else
 			is_int(rc, 2,

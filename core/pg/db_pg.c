@@ -1211,6 +1211,10 @@ pg_begin(struct store *s)
 	if (rc == 0 && !s->durable && s->sync != QUEEN_SYNC_OFF)
 		rc = pipe_defer(s, ST__N, "SET LOCAL synchronous_commit = off",
 		    NULL);
+	if (rc == 0 && s->brief)
+		rc = pipe_defer(s, ST__N, "SET LOCAL lock_timeout = '100ms'",
+		    NULL);
+	s->brief = false;
 	if (rc != 0)
 		tx_reset(s, false);
 	return rc;
@@ -1571,6 +1575,12 @@ pg_round_trips(struct store *s)
 	return atomic_load(&s->round_trips) + atomic_load(&s->sync_trips);
 }
 
+static void
+pg_set_brief(struct store *s, bool brief)
+{
+	s->brief = brief;
+}
+
 /*
  * Inside a transaction begun not durable: make its commit durable after
  * all (pg_read_durable said no).  At sync off nothing is.
@@ -1790,6 +1800,7 @@ static const struct store_ops pg_ops = {
 	.round_trips = pg_round_trips,
 	.forget_reads = pg_forget_reads,
 	.set_durable = pg_set_durable,
+	.set_brief = pg_set_brief,
 	.read_durable = pg_read_durable,
 	.sync = pg_sync,
 	.shared = true,

@@ -239,6 +239,7 @@ struct store {
 		bool nulls[AB_COLS];
 		int n;
 	} ab;
+	bool brief;   /* the next transaction's lock waits are short */
 	bool durable; /* false: the next transactions commit
 				 * without waiting for the WAL flush */
 	/* the syncer thread's: a connection of its own (see pg_sync) */
