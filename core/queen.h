@@ -134,7 +134,8 @@ enum queen_batch_flags {
 	 */
 	QUEEN_BATCH_DEFERRED = 1 << 1,
 	/*
-	 * Its statements wait only briefly (100 ms) for a row another
+	 * Its statements wait only briefly (100 ms, or less if the
+	 * session's lock timeout is shorter) for a row another
 	 * session holds, then fail with -EBUSY: for a retry that can come
 	 * again later, which must not hold up the caller's other work for
 	 * a whole lock timeout.  On a server (PostgreSQL); SQLite has no

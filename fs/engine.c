@@ -920,7 +920,9 @@ run_batch(struct job *list)
 		 * transaction aborted) may run again too */
 		for (j = list; j; j = j->next)
 			if (j->write &&
-			    (j->rc == 0 || (crc == -EBUSY && can_redo(j))))
+			    (j->rc == 0 ||
+				(crc == -EBUSY && can_redo(j) &&
+				    j->rc != -EAGAIN)))
 				j->rc = commit_lost(j, crc);
 	} else if (brc == 0) {
 		ticket = queen_sync_ticket(q);
@@ -955,6 +957,9 @@ run_batch(struct job *list)
 			j->ahead = false;
 			park(j);
 		} else if (j->write) {
+			/* settled here, before a sync lets another batch run */
+			if (j->rc != 0 && j->failed)
+				j->failed(j);
 			j->next = NULL;
 			*lt = j;
 			lt = &j->next;

@@ -193,6 +193,10 @@ struct job {
 	int (*lock_cmp)(const struct job *a, const struct job *b);
 	/* after the commit; answers req unless it is NULL */
 	void (*reply)(struct job *j);
+	/* a write that failed for good (it will not run again): called
+	 * by the token holder at the end of its batch, before reply and
+	 * before any later batch runs (NULL: nothing to do) */
+	void (*failed)(struct job *j);
 	fuse_req_t req;
 	int rc;
 	bool write;         /* mutating: a failed commit turns rc into -EIO */
@@ -375,7 +379,7 @@ int stage_save(struct pending *p);
 bool stage_needed(const struct pending *p);
 void stage_remove(struct pending *p);
 void stage_keep(struct pending *p);
-bool stage_kept_for(const char *queue, const char *part);
+bool stage_kept_for(struct pending *p);
 void stage_forget(struct stage_ref *ref);
 void stage_counts(uint64_t *staged, uint64_t *syncs);
 void stage_replay(struct queen *q);

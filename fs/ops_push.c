@@ -73,9 +73,7 @@ push_pending(struct queen *q, struct pending *p, const char *txid,
 static bool
 kept_ahead(const struct job *j)
 {
-	const struct pending *pe = ((const struct push_job *)j)->pe;
-
-	return stage_kept_for(pe->queue, pe->part);
+	return stage_kept_for(((const struct push_job *)j)->pe);
 }
 
 static void
@@ -270,6 +268,17 @@ static void
 push_reply(struct job *j)
 {
 	push_done((struct push_job *)j);
+}
+
+/*
+ * A release's publish failed for good: its record is kept for the tick
+ * now, on the token holder, so that the next batch's publishes into its
+ * partition wait behind it (push_done, after the sync, would be late).
+ */
+static void
+release_push_failed(struct job *j)
+{
+	stage_keep(((struct push_job *)j)->pe);
 }
 
 /* A job carrying a snapshot of pe; the file is clean until it fails. */
@@ -577,6 +586,7 @@ release_push(fuse_req_t req, struct handle *h)
 	if (!pj)
 		return false;
 	pj->j.reply = release_push_reply;
+	pj->j.failed = release_push_failed;
 	pj->h = h;
 	engine_submit(&pj->j);
 	return true;

@@ -79,7 +79,7 @@ struct stage_ref {
 	off_t off; /* of the body */
 	uint32_t len;
 	struct stage_ref *next; /* on the kept list */
-	char *target;           /* kept: "queue/partition" */
+	char *target;           /* kept: what it publishes where */
 	/* fs_lock: stage_saves of it under way (a flush that finds one
 	 * waits for its own), and stage_remove's wish that the last one
 	 * let go of it */
@@ -91,7 +91,8 @@ static char spool[4096];
 static bool durable;
 static _Atomic uint64_t seq;
 static _Atomic bool retry_due, replay_all = true;
-static int last_rc; /* the last retry's, logged once (replay) */
+static int last_rc;  /* the last retry's, logged once (replay) */
+static bool serving; /* the start's replay is done */
 /* one staging of an attempt at a time (closes of its dups race) */
 static pthread_mutex_t stripes[64];
 
@@ -528,16 +529,17 @@ stage_forget(struct stage_ref *ref)
 	free(ref);
 }
 
-/* what a kept publish of p's names: the partition it goes to */
+/* what a kept publish of p names: its kind and the partition it goes
+ * to, "1:queue/partition" */
 static char *
-target_of(const char *queue, const char *part)
+target_of(const struct pending *p)
 {
-	const char *pn = part ? part : QUEEN_DEFAULT_PARTITION;
-	size_t n = strlen(queue) + strlen(pn) + 2;
+	const char *pn = p->part ? p->part : QUEEN_DEFAULT_PARTITION;
+	size_t n = strlen(p->queue) + strlen(pn) + 16;
 	char *t = malloc(n);
 
 	if (t)
-		snprintf(t, n, "%s/%s", queue, pn);
+		snprintf(t, n, "%d:%s/%s", (int)p->what, p->queue, pn);
 	return t;
 }
 
@@ -550,7 +552,7 @@ stage_keep(struct pending *p)
 	if (!ref)
 		return;
 	if (!ref->target)
-		ref->target = target_of(p->queue, p->part);
+		ref->target = target_of(p);
 	pthread_mutex_lock(&jmu);
 	if (ref->seg) {
 		ref->next = NULL;
@@ -566,17 +568,24 @@ stage_keep(struct pending *p)
 }
 
 /*
- * Whether a publish into the partition waits, kept, for the tick: it
- * must not land ahead of an earlier one kept for it.  Without the
- * memory to name a kept one, every partition is taken to have one.
+ * Whether p's publish waits, kept, for the tick: it must not land ahead
+ * of an earlier one kept for its partition.  One with no record (an
+ * empty file) could not be kept: it is tried.  Without the memory to
+ * name a kept one, every partition is taken to have one.
  */
 bool
-stage_kept_for(const char *queue, const char *part)
+stage_kept_for(struct pending *p)
 {
 	struct stage_ref *ref;
-	char *t = target_of(queue, part);
-	bool found = false;
+	char *t;
+	bool found = false, staged;
 
+	pthread_mutex_lock(&fs_lock);
+	staged = p->stage != NULL;
+	pthread_mutex_unlock(&fs_lock);
+	if (!staged)
+		return false;
+	t = target_of(p);
 	pthread_mutex_lock(&jmu);
 	for (ref = kept; ref && !found; ref = ref->next)
 		found = !t || !ref->target || strcmp(ref->target, t) == 0;
@@ -675,9 +684,10 @@ publish(struct queen *q, char *b, size_t len, const char *what, bool loud)
 	p.queue = f[5];
 	p.part = f[6][0] ? f[6] : NULL;
 	p.name = f[7];
-	/* a row held elsewhere is waited for briefly: the tick tries again,
-	 * and the mount's requests wait behind this meanwhile */
-	if ((rc = queen_batch_begin(q, QUEEN_BATCH_BRIEF)) == 0) {
+	/* once the mount serves, a row held elsewhere is waited for only
+	 * briefly: the tick tries again, and the mount's requests wait
+	 * behind this meanwhile */
+	if ((rc = queen_batch_begin(q, serving ? QUEEN_BATCH_BRIEF : 0)) == 0) {
 		rc = push_pending(q, &p, p.name, pay, len - (size_t)(pay - b),
 		    p.excl, &notify, &dup);
 		if (rc == 0)
@@ -689,6 +699,7 @@ publish(struct queen *q, char *b, size_t len, const char *what, bool loud)
 	if (rc == 0 && p.what == PW_PUSH)
 		engine_count_push(dup);
 	if (rc == 0 || permanent(rc)) {
+		last_rc = 0; /* the next failure is news */
 		fs_log("staged %s/%s %s", p.queue, p.name,
 		    rc == 0 ? (dup ? "was a duplicate" : "published") :
 			      "dropped: it cannot be published");
@@ -702,11 +713,35 @@ publish(struct queen *q, char *b, size_t len, const char *what, bool loud)
 	return rc;
 }
 
-/* This run's publishes that failed: try each again. */
+/* the partitions whose kept publishes failed again at this tick */
+#define FAILED_MAX 4
+
+static bool
+failed_before(char *const *failed, size_t n, const char *target)
+{
+	size_t i;
+
+	if (!target)
+		return n > 0;
+	for (i = 0; i < n; i++)
+		if (!failed[i] || strcmp(failed[i], target) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * This run's publishes that failed: try each again, in their order.
+ * One that fails again keeps its place, and so do those behind it into
+ * its partition, untried: a store that refuses one now is not asked for
+ * each in turn while the mount waits.  Other partitions' go on, until
+ * FAILED_MAX partitions failed.
+ */
 static void
 replay_kept(struct queen *q)
 {
 	struct stage_ref *list, *ref, *nx, *again = NULL, **at = &again;
+	char *failed[FAILED_MAX];
+	size_t nfailed = 0;
 
 	pthread_mutex_lock(&jmu);
 	list = kept;
@@ -718,18 +753,22 @@ replay_kept(struct queen *q)
 		int rc = -ENOMEM;
 
 		nx = ref->next;
-		if ((b = body_read(ref->seg->fd, ref->off, ref->len)))
-			rc = publish(q, b, ref->len, "record", false);
-		free(b);
+		if (nfailed == FAILED_MAX ||
+		    failed_before(failed, nfailed, ref->target)) {
+			rc = -EAGAIN;
+		} else {
+			if ((b = body_read(ref->seg->fd, ref->off, ref->len)))
+				rc = publish(q, b, ref->len, "record", false);
+			free(b);
+			if (rc < 0)
+				failed[nfailed++] = ref->target;
+		}
 		if (rc < 0) {
-			/* the rest wait behind it, in their order: a store
-			 * that refuses one now is not asked for each in turn
-			 * (a lock timeout each) while the mount waits */
-			again = ref;
-			while (*at)
-				at = &(*at)->next;
+			ref->next = NULL;
+			*at = ref;
+			at = &ref->next;
 			retry_due = true;
-			break;
+			continue;
 		}
 		stage_forget(ref);
 	}
@@ -893,7 +932,11 @@ stage_replay(struct queen *q)
 	struct dirent *e;
 	char path[4400], mine[32];
 	uint64_t waiting = 0;
+	static bool once;
 
+	/* the first call is the start's, before the mount serves */
+	serving = once;
+	once = true;
 	if (retry_due) {
 		retry_due = false;
 		replay_kept(q);

@@ -273,4 +273,24 @@ test_expect_success 'a push behind a kept publish of its partition lands after i
 	done
 '
 
+# An empty file has no record to keep (nothing was staged): with a
+# publish kept for its partition it is tried, not kept, and lands.
+test_expect_success 'an empty file into a partition with a kept publish is not lost' '
+	G=$TRASH/b/queues/kg &&
+	before=$(stat_of "$G/stats" messages) &&
+	rm -f held5 go5 &&
+	{ psql -X -q -v ON_ERROR_STOP=1 -f hold5.sql "$QUEEN_TEST_PG" \
+		>hold5.out 2>&1 & } && hp=$! && track_pid $hp &&
+	wait_until 10 "test -f held5" &&
+	echo h1 >"$G/h1" &&
+	wait_until 20 "grep -q \"staged kg/h1: not published yet\" b.log" &&
+	touch go5 &&
+	wait "$hp" &&
+	: >"$G/h2" &&
+	wait_until 20 "test \"\$(stat_of \"$TRASH/b/sys/stats\" staged)\" = 0" &&
+	test_is $((before + 2)) "$(stat_of "$G/stats" messages)" messages &&
+	test_is 0 "$(wc -c <"$G/partitions/default/h2")" "h2 is empty" &&
+	test_is h1 "$(cat "$G/partitions/default/h1")" "h1"
+'
+
 test_done

@@ -2591,7 +2591,7 @@ test_lock_timeout(void)
 			diag("queen_batch_begin: %s", queen_errmsg(h));
 		rc = push1(h, Q, NULL, i == 2 ? "m3" : "m2", "x");
 		if (i == 1) {
-			if (rc == 0)
+			if (rc > 0)
 				rc = queen_batch_commit(h);
 			queen_batch_rollback(h);
 		}

@@ -343,29 +343,37 @@ staged(const char *name, const char *bytes)
 
 /*
  * This run's publishes that failed (a lock timeout: EBUSY) are tried
- * again at the tick in the order they failed, up to the first that
- * fails again: the ones behind it are not asked (each would wait out
- * its own lock timeout) and keep their place, ahead of a publish that
- * failed while the retry ran.
+ * again at the tick in the order they failed.  One that fails again
+ * keeps its place, and those behind it into its partition are not
+ * asked (each would wait out its own lock timeout) and keep theirs,
+ * ahead of a publish that failed while the retry ran; another queue's
+ * goes on.
  */
 static void
 kept_retry(struct queen *q)
 {
 	struct pending *a = staged("ka", "A"), *b = staged("kb", "B");
 	struct pending *c = staged("kc", "C"), *d = staged("kd", "D");
+	struct pending *r = attempt("kr");
 	uint64_t left, syncs;
 
+	free(r->queue);
+	r->queue = strdup("r");
+	snap_bytes = "R";
+	ok(stage_save(r) == 0, "kr staged, into another queue");
 	published[0] = '\0';
 	stage_keep(a);
 	stage_keep(b);
 	stage_keep(c);
+	stage_keep(r);
 	refuse_name = "kb";
 	refuse_n = 1;
 	late = d;
 	stage_replay(q);
-	is_str(published, "ka=A;",
-	    "the retry publishes the first, stops at "
-	    "the second, which fails again, and does not ask for the third");
+	is_str(published, "ka=A;kr=R;",
+	    "the retry publishes the first, fails the second again, does not "
+	    "ask for the third (its partition's), and publishes the other "
+	    "queue's");
 	stage_counts(&left, &syncs);
 	is_int((int)left, 3, "three are still staged");
 	published[0] = '\0';

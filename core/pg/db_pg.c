@@ -795,12 +795,18 @@ simple(struct store *s, const char *text)
 
 /*
  * How long a statement waits for a row another session holds: what the
- * connection's options (or PGOPTIONS) set, else 5 s.  It bounds how long
- * one held row stalls the daemon's writes.
+ * connection's options (or PGOPTIONS), the role, the database or the
+ * server's configuration set (0 too: no limit), else 5 s.  It bounds how
+ * long one held row stalls the daemon's writes.
  */
 #define LOCK_TIMEOUT \
-	"SELECT set_config('lock_timeout', '5s', false) " \
-	"WHERE current_setting('lock_timeout') = '0'"
+	"SELECT set_config('lock_timeout', '5s', false) FROM pg_settings " \
+	"WHERE name = 'lock_timeout' AND source = 'default'"
+/* a brief transaction's: 100 ms, or the session's own if shorter */
+#define LOCK_BRIEF \
+	"SELECT set_config('lock_timeout', '100ms', true) FROM pg_settings " \
+	"WHERE name = 'lock_timeout' AND " \
+	"(setting::bigint = 0 OR setting::bigint > 100)"
 
 /* Session settings, in one place; again after every reconnect. */
 static int
@@ -1018,7 +1024,7 @@ pg_stmt_reads(enum stmt id)
 PGresult *
 exec(struct store *s, enum stmt id, const struct args *a, int *rc)
 {
-	const char *again[4];
+	const char *again[8];
 	PGresult *r;
 	int i, n = 0;
 	/* a read outside a transaction, nothing sent before it */
@@ -1031,7 +1037,7 @@ exec(struct store *s, enum stmt id, const struct args *a, int *rc)
 		for (i = 0; i < s->npend && n >= 0; i++) {
 			if (s->pend[i].prepare)
 				continue;
-			if (!s->pend[i].text || n == 4)
+			if (!s->pend[i].text || n == 8)
 				n = -1;
 			else
 				again[n++] = s->pend[i].text;
@@ -1212,8 +1218,7 @@ pg_begin(struct store *s)
 		rc = pipe_defer(s, ST__N, "SET LOCAL synchronous_commit = off",
 		    NULL);
 	if (rc == 0 && s->brief)
-		rc = pipe_defer(s, ST__N, "SET LOCAL lock_timeout = '100ms'",
-		    NULL);
+		rc = pipe_defer(s, ST__N, LOCK_BRIEF, NULL);
 	s->brief = false;
 	if (rc != 0)
 		tx_reset(s, false);
