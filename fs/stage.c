@@ -13,18 +13,19 @@
  * start time).  A file takes new attempts until it holds SEG_MAX bytes,
  * and goes once none of its records is an attempt still waiting; every
  * record of an attempt, and its "done", go to the attempt's first file,
- * so each file can be replayed alone.  A record is a head (magic, body length, attempt id, kind, a
- * checksum of the body) and a body: the header fields a publish needs,
- * then the bytes.  A record cut short by a crash fails its checksum and
+ * so each file can be replayed alone.  A record is a head (magic, body
+ * length, attempt id, kind, a checksum of the body) and a body: the
+ * header fields a publish needs, then the bytes.  A record cut short by a crash fails its checksum and
  * ends the file's replay; nothing after it was confirmed.
  *
  * Publishes that failed (a full disk, a row held elsewhere) are kept in
  * memory, in the order they failed; later publishes into a partition
  * with a kept one are kept behind it untried (ops_push.c), and the
  * engine's tick tries them again in that order, up to the first that
- * fails again, each waiting only briefly for a row.  At start, every
- * journal a previous run left is replayed before the mount serves
- * anything: each attempt's latest record with no "done" is published.  An attempt published just before
+ * fails again (then skipping only its partition's), each waiting only
+ * briefly for a row.  At start, every journal a previous run left is
+ * replayed before the mount serves anything: each attempt's latest
+ * record with no "done" is published.  An attempt published just before
  * a crash, whose "done" never reached the disk, is published again: the
  * store's dedup window answers it as a duplicate.  Files in the older
  * one-file-per-attempt format are still replayed.  No SQL here:
