@@ -59,6 +59,29 @@ ring () {
 	wait "$rp" || { cat ring.out; return 1; }
 }
 
+# hold QUEUE: psql holds QUEUE's partition rows (FOR UPDATE) in the
+# background ($hp) until unhold QUEUE, or 30 s; returns once it does
+hold () {
+	cat >"hold-$1.sql" <<EOF
+BEGIN;
+SET search_path = $SCHEMA;
+SELECT 1 FROM partitions p JOIN queues q ON q.id = p.queue_id
+    WHERE q.name = '$1' FOR UPDATE OF p;
+\! touch held-$1
+\! i=0; while ! test -f go-$1 && test \$i -lt 600; do sleep 0.05; i=\$((i+1)); done
+COMMIT;
+EOF
+	rm -f "held-$1" "go-$1" &&
+	{ psql -X -q -v ON_ERROR_STOP=1 -f "hold-$1.sql" "$QUEEN_TEST_PG" \
+		>"hold-$1.out" 2>&1 & } && hp=$! && track_pid $hp &&
+	wait_until 10 "test -f held-$1"
+}
+
+# unhold QUEUE: let hold's transaction commit, and wait for it
+unhold () {
+	touch "go-$1" && wait "$hp"
+}
+
 test_expect_success 'setup: a queue whose group g has read to the end' '
 	mkdir "$Q" "$Q/groups/g" &&
 	printf "lease_time = 300\nwait = 0\n" >"$Q/config" &&
@@ -110,16 +133,6 @@ test_expect_success 'a publish that loses a deadlock lands before the later ones
 # meets it in a batch; the read must not run past it (it would answer
 # EAGAIN though the push's close() had returned) but wait, unrun, until
 # the publish lands.
-cat >"$TRASH/hold.sql" <<EOF
-BEGIN;
-SET search_path = $SCHEMA;
-SELECT 1 FROM partitions p JOIN queues q ON q.id = p.queue_id
-    WHERE q.name = 'ro' FOR UPDATE OF p;
-\! touch held2
-\! i=0; while ! test -f go2 && test \$i -lt 200; do sleep 0.05; i=\$((i+1)); done
-COMMIT;
-EOF
-
 test_expect_success 'a read after a push that runs again waits for it' '
 	mkdir "$MNT/queues/ro" &&
 	printf "lease_time = 300\nwait = 0\n" >"$MNT/queues/ro/config" &&
@@ -128,15 +141,12 @@ test_expect_success 'a read after a push that runs again waits for it' '
 	mv "$MNT/queues/ro/$(sed -n 2p out)" "$MNT/queues/ro/ack/" &&
 	mount_extra b --db "$(pg_uri "$SCHEMA")%20-clock_timeout%3D300" &&
 	B=$TRASH/b/queues/ro &&
-	{ psql -X -q -v ON_ERROR_STOP=1 -f hold.sql "$QUEEN_TEST_PG" \
-		>hold.out 2>&1 & } && hp=$! && track_pid $hp &&
-	wait_until 10 "test -f held2" &&
+	hold ro &&
 	echo r1 >"$B/r1" &&
 	{ sysc read_nonblock "$B/next" >rd.out & } && rdp=$! &&
 	track_pid $rdp &&
 	wait_until 20 "test \$(grep -c \"run again\" \"$TRASH/b.log\") -ge 2" &&
-	touch go2 &&
-	wait "$hp" && wait "$rdp" &&
+	unhold ro && wait "$rdp" &&
 	test_is ok "$(sed -n 1p rd.out)" "the read" &&
 	test_is r1 "$(basename "$(sed -n 2p rd.out)")" "the message read"
 '
@@ -145,31 +155,18 @@ test_expect_success 'a read after a push that runs again waits for it' '
 # the close() had returned 0, so the bytes are in its journal, and the
 # restart publishes them once, in the order of the closes, behind what
 # the partition held.
-cat >"$TRASH/hold3.sql" <<EOF
-BEGIN;
-SET search_path = $SCHEMA;
-SELECT 1 FROM partitions p JOIN queues q ON q.id = p.queue_id
-    WHERE q.name = 'kq' FOR UPDATE OF p;
-\! touch held3
-\! i=0; while ! test -f go3 && test \$i -lt 400; do sleep 0.05; i=\$((i+1)); done
-COMMIT;
-EOF
-
 test_expect_success 'a publish waiting to run again survives a kill -9 of its daemon' '
 	K=$MNT/queues/kq &&
 	mkdir "$K" &&
 	printf "lease_time = 300\nwait = 0\n" >"$K/config" &&
 	echo k0 >"$K/k0" &&
-	{ psql -X -q -v ON_ERROR_STOP=1 -f hold3.sql "$QUEEN_TEST_PG" \
-		>hold3.out 2>&1 & } && hp=$! && track_pid $hp &&
-	wait_until 10 "test -f held3" &&
+	hold kq &&
 	r0=$(grep -c "run again" b.log) &&
 	echo k1 >"$TRASH/b/queues/kq/k1" &&
 	echo k2 >"$TRASH/b/queues/kq/k2" &&
 	wait_until 20 "test \$(grep -c \"run again\" b.log) -gt $r0" &&
 	kill9_extra b &&
-	touch go3 &&
-	wait "$hp" &&
+	unhold kq &&
 	test_is 1 "$(stat_of "$K/stats" messages)" "messages before the restart" &&
 	remount_extra b &&
 	wait_until 20 "test \"\$(stat_of \"$TRASH/b/sys/stats\" staged)\" = 0" &&
@@ -193,25 +190,13 @@ test_expect_success 'a publish waiting to run again survives a kill -9 of its da
 # runs on.  Unbounded, it waited until the stream's last publish had
 # run out of retries, after the stream.  Every push lands once the row
 # is free.
-cat >"$TRASH/hold4.sql" <<EOF
-BEGIN;
-SET search_path = $SCHEMA;
-SELECT 1 FROM partitions p JOIN queues q ON q.id = p.queue_id
-    WHERE q.name = 'st' FOR UPDATE OF p;
-\! touch held4
-\! i=0; while ! test -f go4 && test \$i -lt 600; do sleep 0.05; i=\$((i+1)); done
-COMMIT;
-EOF
-
 test_expect_success 'a read behind a stream of publishes that keep failing is not starved' '
 	for q in st ot; do
 		mkdir "$MNT/queues/$q" &&
 		printf "lease_time = 300\nwait = 0\n" >"$MNT/queues/$q/config" &&
 		echo ${q}0 >"$MNT/queues/$q/${q}0" || return 1
 	done &&
-	{ psql -X -q -v ON_ERROR_STOP=1 -f hold4.sql "$QUEEN_TEST_PG" \
-		>hold4.out 2>&1 & } && hp=$! && track_pid $hp &&
-	wait_until 10 "test -f held4" &&
+	hold st &&
 	: >st.pushed &&
 	{ i=1; while test $i -le 100 && ! test -f stop4; do
 		echo st$i >"$TRASH/b/queues/st/st$i" || exit 1
@@ -222,8 +207,7 @@ test_expect_success 'a read behind a stream of publishes that keep failing is no
 	n=$(wc -l <st.pushed) &&
 	touch stop4 &&
 	wait "$sp" &&
-	touch go4 &&
-	wait "$hp" &&
+	unhold st &&
 	echo "the read returned after $n of the stream'\''s pushes" &&
 	test_is ok "$(sed -n 1p rd.out)" "the read" &&
 	test_is ot0 "$(basename "$(sed -n 2p rd.out)")" "the message read" &&
@@ -238,28 +222,15 @@ test_expect_success 'a read behind a stream of publishes that keep failing is no
 # again once a second.  A later push into that partition must not land
 # ahead of it when the row comes free between two ticks: it is kept
 # behind it without being tried (on the code before, it landed first).
-cat >"$TRASH/hold5.sql" <<EOF
-BEGIN;
-SET search_path = $SCHEMA;
-SELECT 1 FROM partitions p JOIN queues q ON q.id = p.queue_id
-    WHERE q.name = 'kg' FOR UPDATE OF p;
-\! touch held5
-\! i=0; while ! test -f go5 && test \$i -lt 600; do sleep 0.05; i=\$((i+1)); done
-COMMIT;
-EOF
-
 test_expect_success 'a push behind a kept publish of its partition lands after it' '
 	G=$TRASH/b/queues/kg &&
 	mkdir "$MNT/queues/kg" &&
 	printf "lease_time = 300\nwait = 0\n" >"$MNT/queues/kg/config" &&
 	echo g0 >"$MNT/queues/kg/g0" &&
-	{ psql -X -q -v ON_ERROR_STOP=1 -f hold5.sql "$QUEEN_TEST_PG" \
-		>hold5.out 2>&1 & } && hp=$! && track_pid $hp &&
-	wait_until 10 "test -f held5" &&
+	hold kg &&
 	echo g1 >"$G/g1" &&
 	wait_until 20 "grep -q \"staged kg/g1: not published yet\" b.log" &&
-	touch go5 &&
-	wait "$hp" &&
+	unhold kg &&
 	echo g2 >"$G/g2" &&
 	echo g3 >"$G/g3" &&
 	wait_until 20 "test \"\$(stat_of \"$TRASH/b/sys/stats\" staged)\" = 0" &&
@@ -278,14 +249,10 @@ test_expect_success 'a push behind a kept publish of its partition lands after i
 test_expect_success 'an empty file into a partition with a kept publish is not lost' '
 	G=$TRASH/b/queues/kg &&
 	before=$(stat_of "$G/stats" messages) &&
-	rm -f held5 go5 &&
-	{ psql -X -q -v ON_ERROR_STOP=1 -f hold5.sql "$QUEEN_TEST_PG" \
-		>hold5.out 2>&1 & } && hp=$! && track_pid $hp &&
-	wait_until 10 "test -f held5" &&
+	hold kg &&
 	echo h1 >"$G/h1" &&
 	wait_until 20 "grep -q \"staged kg/h1: not published yet\" b.log" &&
-	touch go5 &&
-	wait "$hp" &&
+	unhold kg &&
 	: >"$G/h2" &&
 	wait_until 20 "test \"\$(stat_of \"$TRASH/b/sys/stats\" staged)\" = 0" &&
 	test_is $((before + 2)) "$(stat_of "$G/stats" messages)" messages &&
