@@ -581,6 +581,12 @@ stage_kept_for(struct pending *p)
 	char *t;
 	bool found = false, staged;
 
+	/* most of the time nothing is kept: no name made, no fs_lock */
+	pthread_mutex_lock(&jmu);
+	staged = kept != NULL;
+	pthread_mutex_unlock(&jmu);
+	if (!staged)
+		return false;
 	pthread_mutex_lock(&fs_lock);
 	staged = p->stage != NULL;
 	pthread_mutex_unlock(&fs_lock);
