@@ -260,4 +260,28 @@ test_expect_success 'an empty file into a partition with a kept publish is not l
 	test_is h1 "$(cat "$G/partitions/default/h1")" "h1"
 '
 
+# The same gate with a file written the way scripts write it: an exec'd
+# descriptor that a subshell and a child process write through too.  It
+# is published once, at its last close, behind the kept publish.
+test_expect_success 'a file written through an exec descriptor and a child waits behind a kept publish' '
+	G=$TRASH/b/queues/kg &&
+	before=$(stat_of "$G/stats" messages) &&
+	hold kg &&
+	echo j1 >"$G/j1" &&
+	wait_until 20 "grep -q \"staged kg/j1: not published yet\" b.log" &&
+	unhold kg &&
+	exec 7>"$G/j2" &&
+	echo a >&7 &&
+	(echo b >&7) &&
+	sh -c "echo c >&7" &&
+	exec 7>&- &&
+	wait_until 20 "test \"\$(stat_of \"$TRASH/b/sys/stats\" staged)\" = 0" &&
+	test_is $((before + 2)) "$(stat_of "$G/stats" messages)" messages &&
+	test_is "a b c" "$(tr "\n" " " <"$G/partitions/default/j2" | sed "s/ $//")" \
+	    "j2, written by three processes" &&
+	o1=$(getfattr --only-values -n user.queen.offset "$G/partitions/default/j1") &&
+	o2=$(getfattr --only-values -n user.queen.offset "$G/partitions/default/j2") &&
+	test "$o1" -lt "$o2"
+'
+
 test_done
