@@ -105,6 +105,10 @@ struct pending {
 	bool written;       /* write(2) since the last push: flush pushes */
 	bool excl;          /* created with O_EXCL */
 	bool pushed;
+	bool kept;           /* its publish waits for the tick (stage.c) */
+	uint64_t kept_id;    /* its record there, which reads come from */
+	int kept_fd;         /* the journal file that holds it, while kept */
+	off_t kept_off;      /* where its bytes start in it */
 	unsigned publishing; /* its pushes submitted and not yet answered */
 	int64_t mtime;      /* last write or push, ms */
 	int64_t due_at;     /* timers: when to fire (0: the queue's delay) */
@@ -351,6 +355,8 @@ void inval_later(fuse_ino_t dir, const char *name);
 
 /* pending.c */
 void pend_published(struct pending *p);
+void pend_kept(struct pending *p, uint64_t id, int fd, off_t off, size_t len);
+void pend_kept_done(uint64_t id);
 struct pending *pend_find(enum pend_what w, const char *queue,
     const char *part, const char *name, int64_t now);
 struct pending *pend_new(enum pend_what w, const char *queue,

@@ -419,7 +419,8 @@ lookup_pending(fuse_req_t req, struct node *p, const char *name, bool *behind)
 		    p->part ? NULL : QUEEN_DEFAULT_PARTITION, name, fs_now());
 	pthread_mutex_lock(&fs_lock);  /* a flush may be changing them */
 	*behind = (pe && pe->publishing) || (alias && alias->publishing);
-	untouched = pe && !pe->dirty && !pe->pushed && name[0] != '.';
+	untouched = pe && !pe->dirty && !pe->pushed && !pe->kept &&
+	    name[0] != '.';
 	pthread_mutex_unlock(&fs_lock);
 	pend_put(alias);
 	if (!pe)

@@ -264,11 +264,12 @@ op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	/*
 	 * An unpublished file is forgotten, never pushed, even if it is
 	 * still open: its bytes are thrown away.  Each open of the name
-	 * that is not published yet is an attempt of its own: all go.
+	 * that is not published yet is an attempt of its own: all go.  One
+	 * kept for the tick is not: its close() said it will be published.
 	 */
 	while ((pe = pend_find(w, p->queue, w == PW_PUSH ? p->part : NULL, name,
 		    fs_now())) &&
-	    (name[0] == '.' || !pe->pushed)) {
+	    (name[0] == '.' || (!pe->pushed && !pe->kept))) {
 		pthread_mutex_lock(&fs_lock);
 		pe->dead = true;
 		pthread_mutex_unlock(&fs_lock);

@@ -55,6 +55,8 @@ is_staging(const struct pending *p)
 static bool
 alive(const struct pending *p, int64_t now)
 {
+	if (p->kept)
+		return true;
 	if (p->pushed)
 		return p->what == PW_PUSH && now - p->mtime < PUSHED_LINGER_MS;
 	return is_staging(p) && now - p->mtime < STAGING_STALE_MS;
@@ -343,6 +345,101 @@ room(struct pending *p, size_t need)
 	return 0;
 }
 
+/*
+ * Its publish failed and its record waits for the tick (stage.c), len
+ * bytes at off of the journal file fd: reads come from there until the
+ * tick publishes it, so that neither memory nor descriptors grow with
+ * the publishes a store refuses.
+ */
+void
+pend_kept(struct pending *p, uint64_t id, int fd, off_t off, size_t len)
+{
+	pthread_mutex_lock(&fs_lock);
+	drop_bytes(p);
+	p->kept = true;
+	p->kept_id = id;
+	p->kept_fd = fd;
+	p->kept_off = off;
+	p->len = len;
+	pthread_mutex_unlock(&fs_lock);
+}
+
+/* the kept bytes back where reads find them once the journal is not
+ * theirs: the heap or a spill file, as a write would put them */
+static void
+unkeep_bytes(struct pending *p)
+{
+	size_t len = p->len, n;
+	char *b = NULL;
+	int rc;
+
+	p->len = 0;
+	rc = room(p, len);
+	if (rc == 0 && !p->spill) {
+		ssize_t r = read_at(p->kept_fd, p->buf, len, p->kept_off);
+		rc = r < 0 ? (int)r : (size_t)r < len ? -EIO : 0;
+	}
+	for (size_t at = 0; rc == 0 && p->spill && at < len; at += n) {
+		ssize_t r;
+
+		n = len - at < PEND_MEM_ONE ? len - at : PEND_MEM_ONE;
+		if (!b && !(b = malloc(PEND_MEM_ONE)))
+			rc = -ENOMEM;
+		else if ((r = read_at(p->kept_fd, b, n,
+			      p->kept_off + (off_t)at)) < (ssize_t)n)
+			rc = r < 0 ? (int)r : -EIO;
+		else
+			rc = write_at(p->spill - 1, b, n, (off_t)at);
+	}
+	free(b);
+	if (rc < 0) {
+		fs_log("keeping the bytes of %s/%s for its readers: %s",
+		    p->queue, p->name, strerror(-rc));
+		drop_bytes(p);
+	}
+	p->len = len;
+}
+
+static struct pending *
+kept_in(struct pending *p, uint64_t id, bool shadowed)
+{
+	for (; p; p = shadowed ? p->snext : p->next)
+		if (p->kept && p->kept_id == id)
+			return p;
+	return NULL;
+}
+
+/*
+ * The tick published the kept record id (or dropped it for good): the
+ * store answers for the name from now on, as after any publish.  Called
+ * before the record is let go, while its journal file is open: a reader
+ * that has the file open keeps its bytes.
+ */
+void
+pend_kept_done(uint64_t id)
+{
+	struct pending *p;
+
+	pthread_mutex_lock(&fs_lock);
+	if (!(p = kept_in(pends, id, false)))
+		p = kept_in(replaced, id, true);
+	if (p) {
+		/* in the table one reference is its node's; a replaced one's
+		 * node is the newer attempt's */
+		if (p->refs > (in_table(p) ? 1u : 0u))
+			unkeep_bytes(p);
+		p->kept = false;
+		p->pushed = true;
+		p->mtime = fs_now();
+		if (in_table(p)) {
+			unlink_pend(p);
+			if (p->refs == 0)
+				pend_free(p);
+		}
+	}
+	pthread_mutex_unlock(&fs_lock);
+}
+
 int
 pend_write(struct pending *p, const char *buf, size_t size, off_t off,
     int64_t now)
@@ -382,6 +479,14 @@ pend_truncate(struct pending *p, off_t size, int64_t now)
 	if (size < 0 || (uint64_t)size > PENDING_MAX)
 		return -EFBIG;
 	pthread_mutex_lock(&fs_lock);
+	if (p->kept) {
+		/* its close() returned: the bytes are what will be published */
+		pthread_mutex_unlock(&fs_lock);
+		fs_log("truncate %s/%s: its publish is kept for the tick; it "
+		       "cannot change (EPERM)",
+		    p->queue, p->name);
+		return -EPERM;
+	}
 	if (size == 0 && p->spill)
 		drop_bytes(p);  /* back to the heap, no copy to make */
 	if ((rc = room(p, (size_t)size)) == 0 && p->spill) {
@@ -405,7 +510,7 @@ pend_truncate(struct pending *p, off_t size, int64_t now)
 bool
 pend_held(const struct pending *p)
 {
-	return p->buf || p->spill;
+	return p->buf || p->spill || p->kept;
 }
 
 /* Up to size bytes at off of the attempt: how many, or a negative errno. */
@@ -428,6 +533,11 @@ pend_read(struct pending *p, char *buf, size_t size, off_t off)
 		} else if (p->buf) {
 			memcpy(buf, p->buf + off, size);
 			n = (ssize_t)size;
+		} else if (p->kept) {
+			n = read_at(p->kept_fd, buf, size, p->kept_off + off);
+			if (n < 0)
+				fs_log("reading the kept record of %s/%s: %s",
+				    p->queue, p->name, strerror((int)-n));
 		}
 	}
 	pthread_mutex_unlock(&fs_lock);
@@ -518,6 +628,12 @@ pend_snapshot(struct pending *p, size_t *len, unsigned *gen)
 		b = malloc(p->len ? p->len : 1);
 		if (b && p->len && p->buf)
 			memcpy(b, p->buf, p->len);
+		else if (b && p->len && p->kept &&
+		    read_at(p->kept_fd, b, p->len, p->kept_off) !=
+			(ssize_t)p->len) {
+			free(b);
+			b = NULL;
+		}
 	}
 	pthread_mutex_unlock(&fs_lock);
 	return b;

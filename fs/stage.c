@@ -79,6 +79,7 @@ struct stage_ref {
 	struct seg *seg;
 	off_t off; /* of the body */
 	uint32_t len;
+	uint32_t hlen;          /* of which the header */
 	struct stage_ref *next; /* on the kept list */
 	char *target;           /* kept: what it publishes where */
 	/* fs_lock: stage_saves of it under way (a flush that finds one
@@ -446,6 +447,7 @@ stage_save(struct pending *p)
 		ref->seg = g;
 		ref->off = body;
 		ref->len = (uint32_t)(hlen + len);
+		ref->hlen = (uint32_t)hlen;
 		g->live++;
 		rc = wait_synced(g, g->end);
 		if (rc < 0) {
@@ -549,11 +551,25 @@ void
 stage_keep(struct pending *p)
 {
 	struct stage_ref *ref = ref_take(p);
+	off_t at = 0;
+	size_t n = 0;
+	int fd = -1;
 
 	if (!ref)
 		return;
 	if (!ref->target)
 		ref->target = target_of(p);
+	pthread_mutex_lock(&jmu);
+	if (ref->seg) {
+		fd = ref->seg->fd;
+		at = ref->off + ref->hlen;
+		n = ref->len - ref->hlen;
+	}
+	pthread_mutex_unlock(&jmu);
+	/* its name reads the record until the tick publishes it (said
+	 * before the tick can see the record) */
+	if (fd >= 0)
+		pend_kept(p, ref->id, fd, at, n);
 	pthread_mutex_lock(&jmu);
 	if (ref->seg) {
 		ref->next = NULL;
@@ -769,6 +785,8 @@ replay_kept(struct queen *q)
 			free(b);
 			if (rc < 0)
 				failed[nfailed++] = ref->target;
+			else
+				pend_kept_done(ref->id);
 		}
 		if (rc < 0) {
 			ref->next = NULL;

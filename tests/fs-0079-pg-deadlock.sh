@@ -284,4 +284,109 @@ test_expect_success 'a file written through an exec descriptor and a child waits
 	test "$o1" -lt "$o2"
 '
 
+# Kept publishes are in the daemon's journal, not only in its memory:
+# killed (kill -9) while one is kept and another waits behind it, the
+# daemon publishes both at its restart, once each and in the order of
+# their closes.  While kept, each reads back what was written (m2, past
+# the 64 KiB an attempt keeps in memory, from the journal), `ls` lists
+# it, and `rm` and truncate(2) are refused (EPERM): its close() said it
+# will be published as it was.
+test_expect_success 'kept publishes survive a kill -9 of their daemon, in order' '
+	G=$TRASH/b/queues/kg &&
+	before=$(stat_of "$G/stats" messages) &&
+	hold kg &&
+	echo m1 >"$G/m1" &&
+	wait_until 20 "grep -q \"staged kg/m1: not published yet\" b.log" &&
+	seq 1 30000 >m2.want &&
+	cp m2.want "$G/m2" &&
+	test_is m1 "$(cat "$G/m1")" "m1 while kept" &&
+	cmp m2.want "$G/m2" &&
+	test_is "$(wc -c <m2.want)" "$(stat -c %s "$G/m2")" "the size of m2" &&
+	ls "$G" >ls.out &&
+	grep -qx m1 ls.out && grep -qx m2 ls.out &&
+	echo unlink:EPERM >expect &&
+	sysc unlink "$G/m1" >actual &&
+	test_cmp expect actual &&
+	echo truncate:EPERM >expect &&
+	sysc truncate "$G/m2" 0 >actual &&
+	test_cmp expect actual &&
+	grep -q "truncate kg/m2: its publish is kept" b.log &&
+	cmp m2.want "$G/m2" &&
+	test_is 2 "$(stat_of "$TRASH/b/sys/stats" staged)" "staged before the kill" &&
+	kill9_extra b &&
+	unhold kg &&
+	test_is $before "$(stat_of "$MNT/queues/kg/stats" messages)" \
+	    "messages while the daemon is dead" &&
+	remount_extra b &&
+	wait_until 20 "test \"\$(stat_of \"$TRASH/b/sys/stats\" staged)\" = 0" &&
+	test_is $((before + 2)) "$(stat_of "$G/stats" messages)" messages &&
+	test_is m1 "$(cat "$G/partitions/default/m1")" "m1" &&
+	cmp m2.want "$G/partitions/default/m2" &&
+	o1=$(getfattr --only-values -n user.queen.offset "$G/partitions/default/m1") &&
+	o2=$(getfattr --only-values -n user.queen.offset "$G/partitions/default/m2") &&
+	test "$o1" -lt "$o2"
+'
+
+# A reader that opened a kept file before the tick published it reads
+# on to the end after: the tick hands the bytes to it (m3 is past 64
+# KiB: into a spill file; m4 into memory) before the journal lets them go.
+test_expect_success 'a kept file open for reading across its publish reads whole' '
+	G=$TRASH/b/queues/kg &&
+	before=$(stat_of "$G/stats" messages) &&
+	hold kg &&
+	seq 1 30000 >m3.want && echo m4 >m4.want &&
+	cp m3.want "$G/m3" &&
+	wait_until 20 "grep -q \"staged kg/m3: not published yet\" b.log" &&
+	cp m4.want "$G/m4" &&
+	exec 8<"$G/m3" 9<"$G/m4" &&
+	dd bs=5 count=1 <&8 >m3.got 2>/dev/null &&
+	dd bs=1 count=1 <&9 >m4.got 2>/dev/null &&
+	unhold kg &&
+	wait_until 20 "test \"\$(stat_of \"$TRASH/b/sys/stats\" staged)\" = 0" &&
+	test_is $((before + 2)) "$(stat_of "$G/stats" messages)" messages &&
+	cat <&8 >>m3.got && cat <&9 >>m4.got &&
+	exec 8<&- 9<&- &&
+	cmp m3.want m3.got &&
+	cmp m4.want m4.got &&
+	cmp m3.want "$G/partitions/default/m3"
+'
+
+# The gate for a user who is not the mount's owner: a daemon mounted
+# with allow_other,default_permissions, a queue uid 4242 made 0700.  The
+# user's publishes kept and gated behind each other read back to the
+# user and to no one else, land in order once the row is free, and the
+# user pops them (one pushed before the hold makes the partition's row).
+U1=4242
+U2=4243
+if test "$(id -u)" = 0 && command -v setpriv >/dev/null 2>&1; then
+	test_set_prereq SETPRIV
+fi
+test_expect_success SETPRIV 'a second user'\''s publishes wait behind a kept one of theirs' '
+	mount_extra u -o allow_other,default_permissions \
+	    --db "$(pg_uri "$SCHEMA")%20-clock_timeout%3D300" &&
+	chmod 0711 "$TRASH" &&
+	U=$TRASH/u/queues/mine &&
+	as_user $U1 mkdir -m 0700 "$U" &&
+	test_is "$U1:$U1 700" "$(stat -c "%u:%g %a" "$U")" "the queue" &&
+	as_user $U1 sh -c "printf \"wait = 0\n\" >\"\$1/config\" &&
+	    echo p0 >\"\$1/p0\"" sh "$U" &&
+	hold mine &&
+	as_user $U1 sh -c "echo p1 >\"\$1/p1\"" sh "$U" &&
+	wait_until 20 "grep -q \"staged mine/p1: not published yet\" u.log" &&
+	as_user $U1 sh -c "exec 7>\"\$1/p2\" && echo a >&7 && (echo b >&7) && exec 7>&-" sh "$U" &&
+	test_is p1 "$(as_user $U1 cat "$U/p1")" "p1 to its writer" &&
+	test_is "a b" "$(as_user $U1 cat "$U/p2" | tr "\n" " " | sed "s/ $//")" \
+	    "p2 to its writer" &&
+	test_must_fail as_user $U2 cat "$U/p1" 2>err &&
+	grep -q "Permission denied" err &&
+	unhold mine &&
+	wait_until 20 "test \"\$(stat_of \"$TRASH/u/sys/stats\" staged)\" = 0" &&
+	for m in p0 p1 p2; do
+		L=$(as_user $U1 timeout 15 cat "$U/next") &&
+		test_is $m "${L##*/}" "the user pops $m" &&
+		as_user $U1 mv "$U/$L" "$U/ack/" || return 1
+	done &&
+	test_is 3 "$(stat_of "$U/stats" messages)" "messages"
+'
+
 test_done

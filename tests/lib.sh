@@ -425,6 +425,8 @@ sysc () {
 	            out += b
 	        step = "close"
 	        os.close(fd); done(out)
+	    elif op == "truncate":
+	        os.truncate(a[0], int(a[1])); done()
 	    elif op == "setxattr":
 	        os.setxattr(a[0], a[1], a[2].encode()); done()
 	    elif op == "getxattr":

@@ -92,6 +92,42 @@ push_pending(struct queen *q, struct pending *p, const char *txid,
 	return 0;
 }
 
+/* what stage_keep told the table, "name=the bytes at fd, off;" each */
+static char kept_seen[4096];
+/* what the replay told the table it settled, "name;" each */
+static char settled[4096];
+static struct {
+	uint64_t id;
+	const char *name;
+} kept_ids[16];
+static int nkept_ids;
+
+void
+pend_kept(struct pending *p, uint64_t id, int fd, off_t off, size_t len)
+{
+	size_t at = strlen(kept_seen);
+	char b[64];
+	ssize_t n = len < sizeof(b) ? pread(fd, b, len, off) : -1;
+
+	snprintf(kept_seen + at, sizeof(kept_seen) - at, "%s=%.*s;", p->name,
+	    n < 0 ? 0 : (int)n, b);
+	if (nkept_ids < 16) {
+		kept_ids[nkept_ids].id = id;
+		kept_ids[nkept_ids++].name = p->name;
+	}
+}
+
+void
+pend_kept_done(uint64_t id)
+{
+	size_t at = strlen(settled);
+
+	for (int i = 0; i < nkept_ids; i++)
+		if (kept_ids[i].id == id)
+			snprintf(settled + at, sizeof(settled) - at, "%s;",
+			    kept_ids[i].name);
+}
+
 /* the pushes the replay counted (the engine's counter) */
 static unsigned counted;
 
@@ -366,6 +402,9 @@ kept_retry(struct queen *q)
 	stage_keep(b);
 	stage_keep(c);
 	stage_keep(r);
+	is_str(kept_seen, "ka=A;kb=B;kc=C;kr=R;",
+	    "each kept attempt's name is told where its payload is");
+	settled[0] = '\0';
 	refuse_name = "kb";
 	refuse_n = 1;
 	late = d;
@@ -374,6 +413,8 @@ kept_retry(struct queen *q)
 	    "the retry publishes the first, fails the second again, does not "
 	    "ask for the third (its partition's), and publishes the other "
 	    "queue's");
+	is_str(settled, "ka;kr;",
+	    "the table hears of those published, and only of those");
 	stage_counts(&left, &syncs);
 	is_int((int)left, 3, "three are still staged");
 	published[0] = '\0';
@@ -381,6 +422,7 @@ kept_retry(struct queen *q)
 	is_str(published, "kb=B;kc=C;kd=D;",
 	    "the next tick publishes the "
 	    "rest in the order they failed, the one kept meanwhile last");
+	is_str(settled, "ka;kr;kb;kc;kd;", "then of the rest, in that order");
 	stage_counts(&left, &syncs);
 	is_int((int)left, 0, "nothing is left staged");
 	published[0] = '\0';
