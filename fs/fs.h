@@ -105,9 +105,10 @@ struct pending {
 	bool written;       /* write(2) since the last push: flush pushes */
 	bool excl;          /* created with O_EXCL */
 	bool pushed;
-	bool kept;           /* its publish waits for the tick (stage.c) */
-	uint64_t kept_id;    /* its record there, which reads come from */
+	bool kept;           /* its publish waits for the tick (stage.c),
+	                      * whose record reads come from */
 	int kept_fd;         /* the journal file that holds it, while kept */
+	unsigned readers;    /* handles that read it (not write it) */
 	off_t kept_off;      /* where its bytes start in it */
 	unsigned publishing; /* its pushes submitted and not yet answered */
 	int64_t mtime;      /* last write or push, ms */
@@ -156,7 +157,9 @@ struct handle {
 	unsigned refs;
 	bool released;          /* next: its release job has run */
 	struct node *node;
-	struct pending *pend;   /* write handles of pending files */
+	struct pending *pend; /* write handles of pending files, and
+	                         * the readers of one (reader) */
+	bool reader;
 	char *text;             /* generated text, payload, or popped lines */
 	size_t len;
 	bool loaded;            /* next: the pop happened */
@@ -355,8 +358,10 @@ void inval_later(fuse_ino_t dir, const char *name);
 
 /* pending.c */
 void pend_published(struct pending *p);
-void pend_kept(struct pending *p, uint64_t id, int fd, off_t off, size_t len);
-void pend_kept_done(uint64_t id);
+void pend_kept(struct pending *p, int fd, off_t off, size_t len);
+void pend_kept_done(struct pending *p);
+bool pend_kept_named(struct pending *p);
+struct pending *pend_kept_of(struct pending *p);
 struct pending *pend_find(enum pend_what w, const char *queue,
     const char *part, const char *name, int64_t now);
 struct pending *pend_new(enum pend_what w, const char *queue,

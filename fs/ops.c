@@ -168,6 +168,11 @@ handle_put(struct handle *h)
 	free(h->dents);
 	free(h->text);
 	api_release(h);
+	if (h->reader) {
+		pthread_mutex_lock(&fs_lock);
+		h->pend->readers--;
+		pthread_mutex_unlock(&fs_lock);
+	}
 	pend_put(h->pend);
 	if (h->node)
 		node_close(h->node);
@@ -425,6 +430,13 @@ lookup_pending(fuse_req_t req, struct node *p, const char *name, bool *behind)
 	pend_put(alias);
 	if (!pe)
 		return false;
+	if (untouched && (alias = pend_kept_of(pe)) != NULL) {
+		/* an open that wrote nothing (touch) is in front of an
+		 * attempt kept for the tick: that one answers */
+		pend_put(pe);
+		pe = alias;
+		untouched = false;
+	}
 	if (untouched) {
 		/* opened for write but unchanged (touch), or its publish
 		 * under way: the store answers (behind it) */

@@ -253,7 +253,7 @@ op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct node *p = node_get(parent);
 	struct admin_job *aj;
 	struct pending *pe;
-	bool gone = false;
+	bool gone = false, kept = false, cancel;
 	enum pend_what w = p && p->kind == K_KV_NS ? PW_KV :
 	    p && p->kind == K_TIMERS ? PW_TIMER : PW_PUSH;
 
@@ -265,20 +265,37 @@ op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	 * An unpublished file is forgotten, never pushed, even if it is
 	 * still open: its bytes are thrown away.  Each open of the name
 	 * that is not published yet is an attempt of its own: all go.  One
-	 * kept for the tick is not: its close() said it will be published.
+	 * kept for the tick is not (EPERM, as a published message): its
+	 * close() said it will be published, and a put or a timer kept
+	 * would land after the removal.  Looked at and marked dead in one
+	 * hold of fs_lock, as the keep marks it kept.
 	 */
 	while ((pe = pend_find(w, p->queue, w == PW_PUSH ? p->part : NULL, name,
-		    fs_now())) &&
-	    (name[0] == '.' || (!pe->pushed && !pe->kept))) {
+		    fs_now()))) {
 		pthread_mutex_lock(&fs_lock);
-		pe->dead = true;
+		kept = pe->kept;
+		cancel = name[0] == '.' || (!pe->pushed && !kept);
+		if (cancel)
+			pe->dead = true;
 		pthread_mutex_unlock(&fs_lock);
+		if (!cancel)
+			break;
 		stage_remove(pe);
 		pend_drop(pe);
 		pend_put(pe);
 		gone = true;
 	}
 	pend_put(pe);
+	if (kept) {
+		char path[512];
+
+		node_path(p, path, sizeof(path));
+		fs_log("unlink %s/%s: its publish is kept for the tick, which "
+		       "publishes it (EPERM)",
+		    path, name);
+		fuse_reply_err(req, EPERM);
+		return;
+	}
 	if (pend_kill_replaced(w, p->queue, w == PW_PUSH ? p->part : NULL,
 		name) > 0)
 		gone = true;
@@ -483,6 +500,19 @@ op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		return;
 	}
 	pthread_mutex_lock(&fs_lock);
+	if (n->kind == K_PENDING && pe && pe->what == PW_TIMER &&
+	    (to_set & mtime_bits) &&
+	    (pe->kept || (!pe->dirty && pend_kept_named(pe)))) {
+		/* its record, due time and all, is what the tick publishes
+		 * (touch(1) opens a new attempt: it reschedules that one) */
+		pthread_mutex_unlock(&fs_lock);
+		fs_log("touch timers/%s of %s: kept for the tick with its due "
+		       "time (EPERM)",
+		    pe->name, pe->queue);
+		pend_put(pe);
+		fuse_reply_err(req, EPERM);
+		return;
+	}
 	if (n->kind == K_PENDING && pe && pe->what == PW_TIMER &&
 	    (to_set & mtime_bits)) {
 		/* Written in this open: the time goes with the coming push. */

@@ -209,10 +209,21 @@ op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		if (wr)
 			rc = open_pending(n, h, fi->flags);
 		if (n->kind == K_PENDING) {
+			struct pending *kp;
+
 			pthread_mutex_lock(&fs_lock);
+			/* an open that wrote nothing (touch) left the node on
+			 * its attempt: a kept one of the name answers */
+			if (!h->pend && !pend_held(n->pend) &&
+			    (kp = pend_kept_of(n->pend)) != NULL) {
+				pend_put(n->pend);
+				n->pend = kp;
+			}
 			if (!h->pend && pend_held(n->pend)) {
 				h->pend = n->pend;
 				h->pend->refs++;
+				h->pend->readers++;
+				h->reader = true;
 			}
 			/* read from the buffer, or from the store once the
 			 * published bytes were let go */

@@ -271,10 +271,17 @@ op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 			return;
 		}
 		if (n->kind != K_KV_KEY) {
+			bool kept;
+
 			pthread_mutex_lock(&fs_lock);
-			n->pend->ttl_ms = ms;
+			if (!(kept = n->pend->kept))
+				n->pend->ttl_ms = ms;
 			pthread_mutex_unlock(&fs_lock);
-			fuse_reply_err(req, 0);
+			if (kept)
+				fs_log("user.queen.ttl of kv/%s/%s: its put is "
+				       "kept for the tick with its ttl (EPERM)",
+				    n->queue, n->name);
+			fuse_reply_err(req, kept ? EPERM : 0);
 			return;
 		}
 		if (!(xj = job_new(sizeof(*xj), ttl_run, ttl_reply, req))) {

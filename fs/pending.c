@@ -124,16 +124,18 @@ in_table(const struct pending *p)
 	return false;
 }
 
-struct pending *
-pend_find(enum pend_what w, const char *queue, const char *part,
-    const char *name, int64_t now)
+/* the first attempt of the name in the table (but for kept ones) */
+static struct pending *
+find(enum pend_what w, const char *queue, const char *part, const char *name,
+    int64_t now, bool unkept)
 {
 	struct pending *p;
 
 	pthread_mutex_lock(&fs_lock);
 	for (p = pends; p; p = p->next) {
 		if (p->what == w && same(p->queue, queue) &&
-		    same(p->part, part) && strcmp(p->name, name) == 0)
+		    same(p->part, part) && strcmp(p->name, name) == 0 &&
+		    !(unkept && p->kept))
 			break;
 	}
 	if (p && p->refs == 0 && !alive(p, now)) {
@@ -147,6 +149,13 @@ pend_find(enum pend_what w, const char *queue, const char *part,
 		p->refs++;
 	pthread_mutex_unlock(&fs_lock);
 	return p;
+}
+
+struct pending *
+pend_find(enum pend_what w, const char *queue, const char *part,
+    const char *name, int64_t now)
+{
+	return find(w, queue, part, name, now, false);
 }
 
 /*
@@ -182,8 +191,12 @@ pend_new(enum pend_what w, const char *queue, const char *part,
 	p->dirty = true;
 	p->mtime = now;
 	pthread_mutex_lock(&fs_lock);
-	/* A new file of the same name replaces the old one in the table. */
-	while ((old = pend_find(w, queue, part, name, now)) != NULL) {
+	/*
+	 * A new file of the same name replaces the old one in the table.
+	 * One kept for the tick stays behind it, and answers for the name
+	 * again if the new one goes unpublished (touch(1) of it).
+	 */
+	while ((old = find(w, queue, part, name, now, true)) != NULL) {
 		unlink_pend(old);
 		if (!old->shadowed) {
 			old->shadowed = true;
@@ -291,6 +304,21 @@ copy_fd(int from, int to, size_t len)
 	return rc;
 }
 
+/* A new unlinked file of the spool dir: its descriptor, or -errno. */
+static int
+open_spool(void)
+{
+	char path[sizeof(fs.spool) + 32];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/.queenfs-pend-XXXXXX", fs.spool);
+	if ((fd = mkstemp(path)) < 0)
+		return -errno;
+	unlink(path);
+	fcntl(fd, F_SETFD, FD_CLOEXEC);
+	return fd;
+}
+
 /*
  * Move the attempt's bytes so far to a new unlinked file of the spool
  * dir: out of the heap, or away from a file a snapshot maps.  fs_lock held.
@@ -298,14 +326,10 @@ copy_fd(int from, int to, size_t len)
 static int
 spill(struct pending *p)
 {
-	char path[sizeof(fs.spool) + 32];
 	int fd, rc;
 
-	snprintf(path, sizeof(path), "%s/.queenfs-pend-XXXXXX", fs.spool);
-	if ((fd = mkstemp(path)) < 0)
-		return spill_errno(p, "cannot spill", errno);
-	unlink(path);
-	fcntl(fd, F_SETFD, FD_CLOEXEC);
+	if ((fd = open_spool()) < 0)
+		return spill_errno(p, "cannot spill", -fd);
 	if (p->spill)
 		rc = copy_fd(p->spill - 1, fd, p->len);
 	else
@@ -349,95 +373,136 @@ room(struct pending *p, size_t need)
  * Its publish failed and its record waits for the tick (stage.c), len
  * bytes at off of the journal file fd: reads come from there until the
  * tick publishes it, so that neither memory nor descriptors grow with
- * the publishes a store refuses.
+ * the publishes a store refuses.  The keep holds a reference, which
+ * pend_kept_done gives back.  fs_lock held or not (it is recursive).
  */
 void
-pend_kept(struct pending *p, uint64_t id, int fd, off_t off, size_t len)
+pend_kept(struct pending *p, int fd, off_t off, size_t len)
 {
 	pthread_mutex_lock(&fs_lock);
 	drop_bytes(p);
 	p->kept = true;
-	p->kept_id = id;
 	p->kept_fd = fd;
 	p->kept_off = off;
 	p->len = len;
+	p->refs++;
 	pthread_mutex_unlock(&fs_lock);
 }
 
-/* the kept bytes back where reads find them once the journal is not
- * theirs: the heap or a spill file, as a write would put them */
-static void
-unkeep_bytes(struct pending *p)
+/* A copy of len bytes at off of fd: into *heap if heap, else into a new
+ * spill file (its descriptor).  Negative errno on failure. */
+static int
+copy_out(int fd, off_t off, size_t len, bool heap, char **out)
 {
-	size_t len = p->len, n;
-	char *b = NULL;
-	int rc;
+	char *b = malloc(heap ? (len ? len : 1) : PEND_MEM_ONE);
+	int to = -1, rc = b ? 0 : -ENOMEM;
+	size_t n;
 
-	p->len = 0;
-	rc = room(p, len);
-	if (rc == 0 && !p->spill) {
-		ssize_t r = read_at(p->kept_fd, p->buf, len, p->kept_off);
-		rc = r < 0 ? (int)r : (size_t)r < len ? -EIO : 0;
-	}
-	for (size_t at = 0; rc == 0 && p->spill && at < len; at += n) {
+	if (rc == 0 && !heap && (to = open_spool()) < 0)
+		rc = to;
+	for (size_t at = 0; rc == 0 && at < len; at += n) {
 		ssize_t r;
 
-		n = len - at < PEND_MEM_ONE ? len - at : PEND_MEM_ONE;
-		if (!b && !(b = malloc(PEND_MEM_ONE)))
-			rc = -ENOMEM;
-		else if ((r = read_at(p->kept_fd, b, n,
-			      p->kept_off + (off_t)at)) < (ssize_t)n)
+		n = heap || len - at < PEND_MEM_ONE ? len - at : PEND_MEM_ONE;
+		if ((r = read_at(fd, b + (heap ? at : 0), n, off + (off_t)at)) <
+		    (ssize_t)n)
 			rc = r < 0 ? (int)r : -EIO;
-		else
-			rc = write_at(p->spill - 1, b, n, (off_t)at);
+		else if (!heap)
+			rc = write_at(to, b, n, (off_t)at);
+	}
+	if (rc == 0 && heap) {
+		*out = b;
+		return 0;
 	}
 	free(b);
-	if (rc < 0) {
-		fs_log("keeping the bytes of %s/%s for its readers: %s",
-		    p->queue, p->name, strerror(-rc));
-		drop_bytes(p);
-	}
-	p->len = len;
+	if (rc < 0 && to >= 0)
+		close(to);
+	return rc < 0 ? rc : to;
 }
 
-static struct pending *
-kept_in(struct pending *p, uint64_t id, bool shadowed)
+/* the attempt of p's name kept for the tick, in the table or replaced
+ * (p itself, or an older one); fs_lock held */
+static bool
+kept_of(const struct pending *p, const struct pending *x)
 {
-	for (; p; p = shadowed ? p->snext : p->next)
-		if (p->kept && p->kept_id == id)
-			return p;
-	return NULL;
+	return x->kept && x->what == p->what && same(x->queue, p->queue) &&
+	    same(x->part, p->part) && strcmp(x->name, p->name) == 0;
+}
+
+/* The attempt of p's name kept for the tick (p itself, or an older
+ * one), with a reference, or NULL. */
+struct pending *
+pend_kept_of(struct pending *p)
+{
+	struct pending *x;
+
+	pthread_mutex_lock(&fs_lock);
+	for (x = pends; x && !kept_of(p, x); x = x->next)
+		;
+	if (!x)
+		for (x = replaced; x && !kept_of(p, x); x = x->snext)
+			;
+	if (x)
+		x->refs++;
+	pthread_mutex_unlock(&fs_lock);
+	return x;
+}
+
+/* Whether an attempt of p's name (p or an older one) is kept. */
+bool
+pend_kept_named(struct pending *p)
+{
+	struct pending *x = pend_kept_of(p);
+
+	pend_put(x);
+	return x != NULL;
 }
 
 /*
- * The tick published the kept record id (or dropped it for good): the
- * store answers for the name from now on, as after any publish.  Called
- * before the record is let go, while its journal file is open: a reader
- * that has the file open keeps its bytes.
+ * The tick published p's kept record (or dropped it for good): the store
+ * answers for the name from now on, as after any publish.  Called while
+ * the record's journal file is still open: a reader that has the file
+ * open is handed the bytes (copied outside fs_lock; nothing writes a
+ * kept attempt) and reads on to the end.  Gives back the keep's
+ * reference.
  */
 void
-pend_kept_done(uint64_t id)
+pend_kept_done(struct pending *p)
 {
-	struct pending *p;
+	bool need, heap;
+	char *b = NULL;
+	int fd = -1, rc = 0;
 
+	if (!p)
+		return;
 	pthread_mutex_lock(&fs_lock);
-	if (!(p = kept_in(pends, id, false)))
-		p = kept_in(replaced, id, true);
-	if (p) {
-		/* in the table one reference is its node's; a replaced one's
-		 * node is the newer attempt's */
-		if (p->refs > (in_table(p) ? 1u : 0u))
-			unkeep_bytes(p);
-		p->kept = false;
-		p->pushed = true;
-		p->mtime = fs_now();
-		if (in_table(p)) {
-			unlink_pend(p);
-			if (p->refs == 0)
-				pend_free(p);
-		}
-	}
+	need = p->kept && p->readers > 0;
+	heap = p->len <= PEND_MEM_ONE && mem_total + p->len <= PEND_MEM_ALL;
 	pthread_mutex_unlock(&fs_lock);
+	if (need && heap)
+		rc = copy_out(p->kept_fd, p->kept_off, p->len, true, &b);
+	else if (need)
+		rc = fd = copy_out(p->kept_fd, p->kept_off, p->len, false,
+		    NULL);
+	pthread_mutex_lock(&fs_lock);
+	if (rc < 0)
+		fs_log("keeping the bytes of %s/%s for its readers: %s",
+		    p->queue, p->name, strerror(-rc));
+	else if (b) {
+		p->buf = b;
+		p->cap = p->len ? p->len : 1;
+		mem_total += p->cap;
+	} else if (fd >= 0) {
+		p->spill = fd + 1;
+		p->spill_gen++;
+	}
+	p->kept = false;
+	p->pushed = true;
+	p->mtime = fs_now();
+	if (in_table(p))
+		unlink_pend(p);
+	pthread_mutex_unlock(&fs_lock);
+	pend_put(p);
 }
 
 int
@@ -583,7 +648,7 @@ pend_kill_replaced(enum pend_what w, const char *queue, const char *part,
 	for (struct pending *p = replaced; p; p = p->snext) {
 		if (p->what != w || !same(p->queue, queue) ||
 		    !same(p->part, part) || strcmp(p->name, name) != 0 ||
-		    p->pushed || p->dead)
+		    p->pushed || p->dead || p->kept)
 			continue;
 		p->dead = true;
 		stage_remove(p);
@@ -653,6 +718,17 @@ pend_unsnap(struct pending *p, char *b, size_t len, unsigned gen)
 	pthread_mutex_unlock(&fs_lock);
 }
 
+/* a kept attempt behind a newer one of its name (listed instead) */
+static bool
+shadowed_by_newer(const struct pending *p)
+{
+	for (struct pending *x = pends; x && x != p; x = x->next)
+		if (x->what == p->what && same(x->queue, p->queue) &&
+		    same(x->part, p->part) && strcmp(x->name, p->name) == 0)
+			return true;
+	return false;
+}
+
 size_t
 pend_list(enum pend_what w, const char *queue, const char *part, int64_t now,
     struct dent **out)
@@ -664,7 +740,8 @@ pend_list(enum pend_what w, const char *queue, const char *part, int64_t now,
 	for (struct pending *p = pends; p; p = p->next) {
 		if (p->what != w || !same(p->queue, queue) ||
 		    !same(p->part, part) || (p->refs == 0 && !alive(p, now)) ||
-		    (p->pushed && !alive(p, now)))
+		    (p->pushed && !alive(p, now)) ||
+		    (p->kept && shadowed_by_newer(p)))
 			continue;
 		if (n == cap) {
 			cap = cap ? cap * 2 : 8;

@@ -82,6 +82,7 @@ struct stage_ref {
 	uint32_t hlen;          /* of which the header */
 	struct stage_ref *next; /* on the kept list */
 	char *target;           /* kept: what it publishes where */
+	struct pending *pend;   /* kept: its attempt (a reference) */
 	/* fs_lock: stage_saves of it under way (a flush that finds one
 	 * waits for its own), and stage_remove's wish that the last one
 	 * let go of it */
@@ -484,20 +485,10 @@ out_unstaged:
 bool
 stage_needed(const struct pending *p)
 {
-	return !p->dead && p->dirty && p->len > 0 && p->name[0] != '.' &&
+	/* an empty file needs no record, unless one of its bytes is there */
+	return !p->dead && p->dirty && (p->len > 0 || p->stage) &&
+	    p->name[0] != '.' &&
 	    (!p->staged || (p->stage && p->stage->saving > 0));
-}
-
-static struct stage_ref *
-ref_take(struct pending *p)
-{
-	struct stage_ref *ref;
-
-	pthread_mutex_lock(&fs_lock);
-	ref = p->stage;
-	p->stage = NULL;
-	pthread_mutex_unlock(&fs_lock);
-	return ref;
 }
 
 /* Published or abandoned: its record is done (once stage_save is). */
@@ -550,26 +541,30 @@ target_of(const struct pending *p)
 void
 stage_keep(struct pending *p)
 {
-	struct stage_ref *ref = ref_take(p);
-	off_t at = 0;
-	size_t n = 0;
-	int fd = -1;
+	struct stage_ref *ref;
 
+	/*
+	 * The record leaves p and p is marked kept in one hold of fs_lock
+	 * (an unlink that looks in between would take a kept publish for
+	 * one it may cancel); from here to the tick's publish its name
+	 * reads the record.
+	 */
+	pthread_mutex_lock(&fs_lock);
+	if ((ref = p->stage) != NULL) {
+		p->stage = NULL;
+		pthread_mutex_lock(&jmu);
+		if (ref->seg) {
+			pend_kept(p, ref->seg->fd, ref->off + ref->hlen,
+			    ref->len - ref->hlen);
+			ref->pend = p;
+		}
+		pthread_mutex_unlock(&jmu);
+	}
+	pthread_mutex_unlock(&fs_lock);
 	if (!ref)
 		return;
 	if (!ref->target)
 		ref->target = target_of(p);
-	pthread_mutex_lock(&jmu);
-	if (ref->seg) {
-		fd = ref->seg->fd;
-		at = ref->off + ref->hlen;
-		n = ref->len - ref->hlen;
-	}
-	pthread_mutex_unlock(&jmu);
-	/* its name reads the record until the tick publishes it (said
-	 * before the tick can see the record) */
-	if (fd >= 0)
-		pend_kept(p, ref->id, fd, at, n);
 	pthread_mutex_lock(&jmu);
 	if (ref->seg) {
 		ref->next = NULL;
@@ -786,7 +781,7 @@ replay_kept(struct queen *q)
 			if (rc < 0)
 				failed[nfailed++] = ref->target;
 			else
-				pend_kept_done(ref->id);
+				pend_kept_done(ref->pend);
 		}
 		if (rc < 0) {
 			ref->next = NULL;

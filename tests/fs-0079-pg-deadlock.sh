@@ -59,14 +59,15 @@ ring () {
 	wait "$rp" || { cat ring.out; return 1; }
 }
 
-# hold QUEUE: psql holds QUEUE's partition rows (FOR UPDATE) in the
-# background ($hp) until unhold QUEUE, or 30 s; returns once it does
+# hold QUEUE [SELECT]: psql holds QUEUE's partition rows (or the rows
+# of SELECT ... FOR UPDATE) in the background ($hp) until unhold QUEUE,
+# or 30 s; returns once it does
 hold () {
 	cat >"hold-$1.sql" <<EOF
 BEGIN;
 SET search_path = $SCHEMA;
-SELECT 1 FROM partitions p JOIN queues q ON q.id = p.queue_id
-    WHERE q.name = '$1' FOR UPDATE OF p;
+${2:-SELECT 1 FROM partitions p JOIN queues q ON q.id = p.queue_id
+    WHERE q.name = '$1' FOR UPDATE OF p};
 \! touch held-$1
 \! i=0; while ! test -f go-$1 && test \$i -lt 600; do sleep 0.05; i=\$((i+1)); done
 COMMIT;
@@ -307,6 +308,9 @@ test_expect_success 'kept publishes survive a kill -9 of their daemon, in order'
 	echo unlink:EPERM >expect &&
 	sysc unlink "$G/m1" >actual &&
 	test_cmp expect actual &&
+	touch "$G/m1" &&
+	test_is m1 "$(cat "$G/m1")" "m1 after a touch" &&
+	test_is 1 "$(ls "$G" | grep -cx m1)" "m1 listed once" &&
 	echo truncate:EPERM >expect &&
 	sysc truncate "$G/m2" 0 >actual &&
 	test_cmp expect actual &&
@@ -349,6 +353,81 @@ test_expect_success 'a kept file open for reading across its publish reads whole
 	cmp m3.want m3.got &&
 	cmp m4.want m4.got &&
 	cmp m3.want "$G/partitions/default/m3"
+'
+
+# A file emptied after an earlier close staged its bytes: the empty
+# file is what its last close() confirmed, and what lands when its
+# publish is kept (the earlier record is stale).  On the code before,
+# the kept publish landed "abc".
+test_expect_success 'a file emptied after a close staged it lands empty when kept' '
+	G=$TRASH/b/queues/kg &&
+	before=$(stat_of "$G/stats" messages) &&
+	hold kg &&
+	python3 - "$G/e1" <<-\PYEOF &&
+	import os, sys
+	fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644)
+	os.write(fd, b"abc")
+	os.close(os.dup(fd))   # a close: "abc" is staged
+	os.ftruncate(fd, 0)
+	os.close(fd)           # the last: the file is empty
+	PYEOF
+	wait_until 20 "grep -q \"staged kg/e1: not published yet\" b.log" &&
+	test_is 0 "$(stat -c %s "$G/e1")" "e1 while kept" &&
+	unhold kg &&
+	wait_until 20 "test \"\$(stat_of \"$TRASH/b/sys/stats\" staged)\" = 0" &&
+	test_is $((before + 1)) "$(stat_of "$G/stats" messages)" messages &&
+	test_is 0 "$(wc -c <"$G/partitions/default/e1")" "e1 as it landed"
+'
+
+# A put kept for the tick: the key reads the value whose close()
+# returned 0, not the one the store still holds, and what would change
+# or remove it before it lands is refused (EPERM): rm would be undone
+# by the put, a ttl would not reach it.  It lands once the row is free.
+test_expect_success 'a kept KV put reads back, and rm and a ttl wait for it' '
+	K=$TRASH/b/kv/cfg &&
+	echo v1 >"$MNT/kv/cfg/k" &&
+	hold cfg "SELECT 1 FROM kv WHERE ns = '\''cfg'\'' AND key = '\''k'\'' FOR UPDATE" &&
+	echo v2 >"$K/k" &&
+	wait_until 20 "grep -q \"staged cfg/k: not published yet\" b.log" &&
+	test_is v2 "$(cat "$K/k")" "the key while its put is kept" &&
+	echo unlink:EPERM >expect &&
+	sysc unlink "$K/k" >actual &&
+	test_cmp expect actual &&
+	grep -q "unlink kv/cfg/k: its publish is kept" b.log &&
+	echo setxattr:EPERM >expect &&
+	sysc setxattr "$K/k" user.queen.ttl 60 >actual &&
+	test_cmp expect actual &&
+	unhold cfg &&
+	wait_until 20 "test \"\$(stat_of \"$TRASH/b/sys/stats\" staged)\" = 0" &&
+	test_is v2 "$(cat "$MNT/kv/cfg/k")" "the key after the put landed" &&
+	rm "$K/k" &&
+	test_path_is_missing "$MNT/kv/cfg/k"
+'
+
+# A timer written again while its row is held elsewhere: the write is
+# kept, reads back, and rm and touch (which would cancel or move the
+# timer the kept write then puts back) are EPERM until it lands.
+test_expect_success 'a kept timer write reads back, and rm and touch wait for it' '
+	T=$TRASH/b/queues/kg/timers &&
+	echo old >"$MNT/queues/kg/timers/t1" &&
+	touch -d "+1 hour" "$MNT/queues/kg/timers/t1" &&
+	hold t1 "SELECT 1 FROM timers WHERE key = '\''t1'\'' FOR UPDATE" &&
+	echo new >"$T/t1" &&
+	wait_until 20 "grep -q \"staged kg/t1: not published yet\" b.log" &&
+	test_is new "$(cat "$T/t1")" "the timer while its write is kept" &&
+	echo unlink:EPERM >expect &&
+	sysc unlink "$T/t1" >actual &&
+	test_cmp expect actual &&
+	test_must_fail touch -d "+2 hours" "$T/t1" 2>err &&
+	grep -q "Operation not permitted" err &&
+	grep -q "touch timers/t1 of kg: kept for the tick" b.log &&
+	test_is new "$(cat "$T/t1")" "the timer after the refused touch" &&
+	ls "$T" >ls.out && test_is t1 "$(cat ls.out)" "the timers listed" &&
+	unhold t1 &&
+	wait_until 20 "test \"\$(stat_of \"$TRASH/b/sys/stats\" staged)\" = 0" &&
+	test_is new "$(cat "$MNT/queues/kg/timers/t1")" "the timer after" &&
+	rm "$T/t1" &&
+	test_path_is_missing "$MNT/queues/kg/timers/t1"
 '
 
 # The gate for a user who is not the mount's owner: a daemon mounted

@@ -96,14 +96,9 @@ push_pending(struct queen *q, struct pending *p, const char *txid,
 static char kept_seen[4096];
 /* what the replay told the table it settled, "name;" each */
 static char settled[4096];
-static struct {
-	uint64_t id;
-	const char *name;
-} kept_ids[16];
-static int nkept_ids;
 
 void
-pend_kept(struct pending *p, uint64_t id, int fd, off_t off, size_t len)
+pend_kept(struct pending *p, int fd, off_t off, size_t len)
 {
 	size_t at = strlen(kept_seen);
 	char b[64];
@@ -111,21 +106,14 @@ pend_kept(struct pending *p, uint64_t id, int fd, off_t off, size_t len)
 
 	snprintf(kept_seen + at, sizeof(kept_seen) - at, "%s=%.*s;", p->name,
 	    n < 0 ? 0 : (int)n, b);
-	if (nkept_ids < 16) {
-		kept_ids[nkept_ids].id = id;
-		kept_ids[nkept_ids++].name = p->name;
-	}
 }
 
 void
-pend_kept_done(uint64_t id)
+pend_kept_done(struct pending *p)
 {
 	size_t at = strlen(settled);
 
-	for (int i = 0; i < nkept_ids; i++)
-		if (kept_ids[i].id == id)
-			snprintf(settled + at, sizeof(settled) - at, "%s;",
-			    kept_ids[i].name);
+	snprintf(settled + at, sizeof(settled) - at, "%s;", p->name);
 }
 
 /* the pushes the replay counted (the engine's counter) */
