@@ -109,6 +109,7 @@ struct pending {
 	                      * whose record reads come from */
 	int kept_fd;         /* the journal file that holds it, while kept */
 	unsigned readers;    /* handles that read it (not write it) */
+	bool lost;           /* its kept bytes could not be handed over */
 	off_t kept_off;      /* where its bytes start in it */
 	unsigned publishing; /* its pushes submitted and not yet answered */
 	int64_t mtime;      /* last write or push, ms */
@@ -358,7 +359,9 @@ void inval_later(fuse_ino_t dir, const char *name);
 
 /* pending.c */
 void pend_published(struct pending *p);
-void pend_kept(struct pending *p, int fd, off_t off, size_t len);
+void pend_kept(struct pending *p);
+void pend_kept_at(struct pending *p, int fd, off_t off, size_t len);
+void pend_unkept(struct pending *p);
 void pend_kept_done(struct pending *p);
 bool pend_kept_named(struct pending *p);
 struct pending *pend_kept_of(struct pending *p);

@@ -370,23 +370,45 @@ room(struct pending *p, size_t need)
 }
 
 /*
- * Its publish failed and its record waits for the tick (stage.c), len
- * bytes at off of the journal file fd: reads come from there until the
- * tick publishes it, so that neither memory nor descriptors grow with
- * the publishes a store refuses.  The keep holds a reference, which
- * pend_kept_done gives back.  fs_lock held or not (it is recursive).
+ * Its publish failed and its record waits for the tick (stage.c): it
+ * stays in the table, and the record holds a reference, which
+ * pend_kept_done (or pend_unkept) gives back.  fs_lock held or not (it
+ * is recursive).
  */
 void
-pend_kept(struct pending *p, int fd, off_t off, size_t len)
+pend_kept(struct pending *p)
+{
+	pthread_mutex_lock(&fs_lock);
+	p->kept = true;
+	p->refs++;
+	pthread_mutex_unlock(&fs_lock);
+}
+
+/*
+ * Where the kept record's payload is, len bytes at off of the journal
+ * file fd: its bytes go, and reads come from there until the tick
+ * publishes it, so that neither memory nor descriptors grow with the
+ * publishes a store refuses.
+ */
+void
+pend_kept_at(struct pending *p, int fd, off_t off, size_t len)
 {
 	pthread_mutex_lock(&fs_lock);
 	drop_bytes(p);
-	p->kept = true;
 	p->kept_fd = fd;
 	p->kept_off = off;
 	p->len = len;
-	p->refs++;
 	pthread_mutex_unlock(&fs_lock);
+}
+
+/* Not kept after all (its record was lost): as it was. */
+void
+pend_unkept(struct pending *p)
+{
+	pthread_mutex_lock(&fs_lock);
+	p->kept = false;
+	pthread_mutex_unlock(&fs_lock);
+	pend_put(p);
 }
 
 /* A copy of len bytes at off of fd: into *heap if heap, else into a new
@@ -469,26 +491,33 @@ pend_kept_named(struct pending *p)
 void
 pend_kept_done(struct pending *p)
 {
-	bool need, heap;
 	char *b = NULL;
 	int fd = -1, rc = 0;
 
 	if (!p)
 		return;
 	pthread_mutex_lock(&fs_lock);
-	need = p->kept && p->readers > 0;
-	heap = p->len <= PEND_MEM_ONE && mem_total + p->len <= PEND_MEM_ALL;
-	pthread_mutex_unlock(&fs_lock);
-	if (need && heap)
-		rc = copy_out(p->kept_fd, p->kept_off, p->len, true, &b);
-	else if (need)
-		rc = fd = copy_out(p->kept_fd, p->kept_off, p->len, false,
-		    NULL);
-	pthread_mutex_lock(&fs_lock);
-	if (rc < 0)
-		fs_log("keeping the bytes of %s/%s for its readers: %s",
+	/* at most once: a reader that opens during the copy reads the
+	 * journal until the copy is in place, under this same lock */
+	while (p->kept && p->readers > 0 && !b && fd < 0 && rc == 0) {
+		bool heap = p->len <= PEND_MEM_ONE &&
+		    mem_total + p->len <= PEND_MEM_ALL;
+
+		pthread_mutex_unlock(&fs_lock);
+		if (heap)
+			rc = copy_out(p->kept_fd, p->kept_off, p->len, true,
+			    &b);
+		else
+			rc = fd = copy_out(p->kept_fd, p->kept_off, p->len,
+			    false, NULL);
+		pthread_mutex_lock(&fs_lock);
+	}
+	if (rc < 0) {
+		fs_log("keeping the bytes of %s/%s for its readers: %s (their "
+		       "reads fail with EIO)",
 		    p->queue, p->name, strerror(-rc));
-	else if (b) {
+		p->lost = true;
+	} else if (b) {
 		p->buf = b;
 		p->cap = p->len ? p->len : 1;
 		mem_total += p->cap;
@@ -603,6 +632,8 @@ pend_read(struct pending *p, char *buf, size_t size, off_t off)
 			if (n < 0)
 				fs_log("reading the kept record of %s/%s: %s",
 				    p->queue, p->name, strerror((int)-n));
+		} else if (p->lost) {
+			n = -EIO;
 		}
 	}
 	pthread_mutex_unlock(&fs_lock);

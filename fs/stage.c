@@ -109,6 +109,7 @@ static bool leading;
 static struct stage_ref *kept, **kept_tail = &kept; /* oldest first */
 static uint64_t syncs;            /* fdatasyncs of the journal */
 static _Atomic uint64_t old_left; /* previous runs' still waiting */
+static _Atomic unsigned nkept;    /* this run's kept publishes */
 
 int
 stage_open(const char *dir, bool full)
@@ -485,8 +486,9 @@ out_unstaged:
 bool
 stage_needed(const struct pending *p)
 {
-	/* an empty file needs no record, unless one of its bytes is there */
-	return !p->dead && p->dirty && (p->len > 0 || p->stage) &&
+	/* an empty file needs no record, unless one of its bytes is there
+	 * or a kept publish may be ahead of it (it waits behind, kept too) */
+	return !p->dead && p->dirty && (p->len > 0 || p->stage || nkept > 0) &&
 	    p->name[0] != '.' &&
 	    (!p->staged || (p->stage && p->stage->saving > 0));
 }
@@ -542,34 +544,47 @@ void
 stage_keep(struct pending *p)
 {
 	struct stage_ref *ref;
+	off_t at = 0;
+	size_t n = 0;
+	int fd = -1;
 
 	/*
 	 * The record leaves p and p is marked kept in one hold of fs_lock
 	 * (an unlink that looks in between would take a kept publish for
 	 * one it may cancel); from here to the tick's publish its name
-	 * reads the record.
+	 * reads the record.  jmu is not taken under fs_lock: it may be
+	 * held across a write of the journal.
 	 */
 	pthread_mutex_lock(&fs_lock);
 	if ((ref = p->stage) != NULL) {
 		p->stage = NULL;
-		pthread_mutex_lock(&jmu);
-		if (ref->seg) {
-			pend_kept(p, ref->seg->fd, ref->off + ref->hlen,
-			    ref->len - ref->hlen);
-			ref->pend = p;
-		}
-		pthread_mutex_unlock(&jmu);
+		pend_kept(p);
+		ref->pend = p;
 	}
 	pthread_mutex_unlock(&fs_lock);
 	if (!ref)
 		return;
 	if (!ref->target)
 		ref->target = target_of(p);
+	/* where its payload is, told before the tick can see the record
+	 * (the ref is ours: its file cannot change meanwhile) */
+	pthread_mutex_lock(&jmu);
+	if (ref->seg) {
+		fd = ref->seg->fd;
+		at = ref->off + ref->hlen;
+		n = ref->len - ref->hlen;
+	}
+	pthread_mutex_unlock(&jmu);
+	if (fd >= 0)
+		pend_kept_at(p, fd, at, n);
+	else
+		pend_unkept(p);
 	pthread_mutex_lock(&jmu);
 	if (ref->seg) {
 		ref->next = NULL;
 		*kept_tail = ref;
 		kept_tail = &ref->next;
+		nkept++;
 		ref = NULL;
 	}
 	pthread_mutex_unlock(&jmu);
@@ -582,8 +597,9 @@ stage_keep(struct pending *p)
 /*
  * Whether p's publish waits, kept, for the tick: it must not land ahead
  * of an earlier one kept for its partition.  One with no record (an
- * empty file) could not be kept: it is tried.  Without the memory to
- * name a kept one, every partition is taken to have one.
+ * empty file closed while nothing was kept) could not be kept: it is
+ * tried.  Without the memory to name a kept one, every partition is
+ * taken to have one.
  */
 bool
 stage_kept_for(struct pending *p)
@@ -778,10 +794,12 @@ replay_kept(struct queen *q)
 			if ((b = body_read(ref->seg->fd, ref->off, ref->len)))
 				rc = publish(q, b, ref->len, "record", false);
 			free(b);
-			if (rc < 0)
+			if (rc < 0) {
 				failed[nfailed++] = ref->target;
-			else
+			} else {
 				pend_kept_done(ref->pend);
+				nkept--;
+			}
 		}
 		if (rc < 0) {
 			ref->next = NULL;

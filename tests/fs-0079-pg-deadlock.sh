@@ -245,8 +245,9 @@ test_expect_success 'a push behind a kept publish of its partition lands after i
 	done
 '
 
-# An empty file has no record to keep (nothing was staged): with a
-# publish kept for its partition it is tried, not kept, and lands.
+# An empty file written while a publish is kept is staged too (an
+# empty record), so that it waits behind the kept one and lands after
+# it; on the code before it was tried at once and landed first.
 test_expect_success 'an empty file into a partition with a kept publish is not lost' '
 	G=$TRASH/b/queues/kg &&
 	before=$(stat_of "$G/stats" messages) &&
@@ -258,7 +259,10 @@ test_expect_success 'an empty file into a partition with a kept publish is not l
 	wait_until 20 "test \"\$(stat_of \"$TRASH/b/sys/stats\" staged)\" = 0" &&
 	test_is $((before + 2)) "$(stat_of "$G/stats" messages)" messages &&
 	test_is 0 "$(wc -c <"$G/partitions/default/h2")" "h2 is empty" &&
-	test_is h1 "$(cat "$G/partitions/default/h1")" "h1"
+	test_is h1 "$(cat "$G/partitions/default/h1")" "h1" &&
+	o1=$(getfattr --only-values -n user.queen.offset "$G/partitions/default/h1") &&
+	o2=$(getfattr --only-values -n user.queen.offset "$G/partitions/default/h2") &&
+	test "$o1" -lt "$o2"
 '
 
 # The same gate with a file written the way scripts write it: an exec'd

@@ -98,7 +98,13 @@ static char kept_seen[4096];
 static char settled[4096];
 
 void
-pend_kept(struct pending *p, int fd, off_t off, size_t len)
+pend_kept(struct pending *p)
+{
+	(void)p;
+}
+
+void
+pend_kept_at(struct pending *p, int fd, off_t off, size_t len)
 {
 	size_t at = strlen(kept_seen);
 	char b[64];
@@ -106,6 +112,12 @@ pend_kept(struct pending *p, int fd, off_t off, size_t len)
 
 	snprintf(kept_seen + at, sizeof(kept_seen) - at, "%s=%.*s;", p->name,
 	    n < 0 ? 0 : (int)n, b);
+}
+
+void
+pend_unkept(struct pending *p)
+{
+	(void)p;
 }
 
 void
