@@ -511,10 +511,13 @@ eq(3, committed("rg"), "cursor")
 EOF
 '
 
+# The lease lasts 4 s: the steps that need it live (a pop, then up to
+# three calls) must finish inside it on a loaded machine, where 1 s was
+# once too short (CI, the mount tests on PostgreSQL two at a time).
 test_expect_success 'requiredLeases fences the whole call, KV-only too; acks without leaseId take it' '
 	python3 <<\EOF
 from qapi import *
-mkqueue("rl", "lease_time = 1\n")
+mkqueue("rl", "lease_time = 4\n")
 push("rl", "f1", "f2")
 m = pop("rl")[0]
 L = m["leaseId"]
@@ -523,7 +526,7 @@ eq(True, ans["success"], "a live lease fences a KV-only step")
 eq(b"1", content("kv/rl/live"), "written")
 refused_whole({"requiredLeases": ["01a00000-0000-7000-8000-00000000f00d"],
     "kv": [{"op": "put", "ns": "rl", "key": "x", "value": 1}]}, "rejected_ack", "an unknown lease")
-time.sleep(1.3)
+time.sleep(4.3)
 refused_whole({"requiredLeases": [L], "kv": [{"op": "put", "ns": "rl", "key": "late", "value": 1}],
     "timers": [{"op": "schedule", "queue": "rl", "key": "late", "delay": 60, "payload": 1}]},
     "rejected_ack", "an expired lease")
