@@ -365,6 +365,8 @@ void pend_unkept(struct pending *p);
 void pend_kept_done(struct pending *p);
 bool pend_kept_named(struct pending *p);
 struct pending *pend_kept_of(struct pending *p);
+bool pend_kept_as(enum pend_what w, const char *queue, const char *part,
+    const char *name);
 struct pending *pend_find(enum pend_what w, const char *queue,
     const char *part, const char *name, int64_t now);
 struct pending *pend_new(enum pend_what w, const char *queue,

@@ -217,6 +217,19 @@ stage_rename(fuse_req_t req, struct node *p, const char *name,
 		pend_put(pe);
 		return -EINVAL;
 	}
+	if (pend_kept_as(w, p->queue, p->part, newname)) {
+		char path[512];
+
+		/* it would land first and make the kept one its duplicate:
+		 * that close() said the kept bytes will be published */
+		pend_put(pe);
+		node_path(p, path, sizeof(path));
+		fs_log("rename %s/%s -> %s: the publish of %s is kept for the "
+		       "tick, which publishes it (EPERM)",
+		    path, name, newname, newname);
+		fuse_reply_err(req, EPERM);
+		return 0;
+	}
 	push_rename(req, p, pe, name, newname);
 	return 0;
 }

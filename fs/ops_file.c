@@ -213,8 +213,10 @@ op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 			pthread_mutex_lock(&fs_lock);
 			/* an open that wrote nothing (touch) left the node on
-			 * its attempt: a kept one of the name answers */
+			 * its attempt: a kept one of the name answers (not
+			 * for one published or written: it is the newer) */
 			if (!h->pend && !pend_held(n->pend) &&
+			    !n->pend->pushed && !n->pend->dirty &&
 			    (kp = pend_kept_of(n->pend)) != NULL) {
 				pend_put(n->pend);
 				n->pend = kp;

@@ -442,13 +442,23 @@ copy_out(int fd, off_t off, size_t len, bool heap, char **out)
 	return rc < 0 ? rc : to;
 }
 
-/* the attempt of p's name kept for the tick, in the table or replaced
- * (p itself, or an older one); fs_lock held */
-static bool
-kept_of(const struct pending *p, const struct pending *x)
+/* the attempt of the name kept for the tick, in the table or replaced;
+ * fs_lock held */
+static struct pending *
+kept_named(enum pend_what w, const char *queue, const char *part,
+    const char *name)
 {
-	return x->kept && x->what == p->what && same(x->queue, p->queue) &&
-	    same(x->part, p->part) && strcmp(x->name, p->name) == 0;
+	struct pending *x;
+
+	for (x = pends; x; x = x->next)
+		if (x->kept && x->what == w && same(x->queue, queue) &&
+		    same(x->part, part) && strcmp(x->name, name) == 0)
+			return x;
+	for (x = replaced; x; x = x->snext)
+		if (x->kept && x->what == w && same(x->queue, queue) &&
+		    same(x->part, part) && strcmp(x->name, name) == 0)
+			return x;
+	return NULL;
 }
 
 /* The attempt of p's name kept for the tick (p itself, or an older
@@ -459,12 +469,7 @@ pend_kept_of(struct pending *p)
 	struct pending *x;
 
 	pthread_mutex_lock(&fs_lock);
-	for (x = pends; x && !kept_of(p, x); x = x->next)
-		;
-	if (!x)
-		for (x = replaced; x && !kept_of(p, x); x = x->snext)
-			;
-	if (x)
+	if ((x = kept_named(p->what, p->queue, p->part, p->name)) != NULL)
 		x->refs++;
 	pthread_mutex_unlock(&fs_lock);
 	return x;
@@ -478,6 +483,25 @@ pend_kept_named(struct pending *p)
 
 	pend_put(x);
 	return x != NULL;
+}
+
+/* Whether an attempt of name in queue's part is kept for the tick; a
+ * push's default partition goes by either of its names. */
+bool
+pend_kept_as(enum pend_what w, const char *queue, const char *part,
+    const char *name)
+{
+	bool found;
+
+	pthread_mutex_lock(&fs_lock);
+	found = kept_named(w, queue, part, name) != NULL;
+	if (!found && w == PW_PUSH &&
+	    (!part || strcmp(part, QUEEN_DEFAULT_PARTITION) == 0))
+		found = kept_named(w, queue,
+			    part ? NULL : QUEEN_DEFAULT_PARTITION,
+			    name) != NULL;
+	pthread_mutex_unlock(&fs_lock);
+	return found;
 }
 
 /*

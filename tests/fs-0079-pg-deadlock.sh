@@ -83,6 +83,31 @@ unhold () {
 	touch "go-$1" && wait "$hp"
 }
 
+# kept_log NAME [LOG]: wait until the daemon (b) logs that the publish
+# of NAME (queue/file) is kept for the tick
+kept_log () {
+	wait_until 20 "grep -q \"staged $1: not published yet\" ${2:-b.log}"
+}
+
+# keep QUEUE FILE: hold QUEUE's partition and write FILE into it on
+# mount b; returns once its publish is kept
+keep () {
+	hold "$1" && echo "$2" >"$TRASH/b/queues/$1/$2" && kept_log "$1/$2"
+}
+
+# settled [MOUNT]: wait until MOUNT (b) has nothing staged
+settled () {
+	wait_until 20 "test \"\$(stat_of \"$TRASH/${1:-b}/sys/stats\" staged)\" = 0"
+}
+
+# landed_before QUEUE_DIR A B: A's offset in the default partition is
+# below B's
+landed_before () {
+	o1=$(getfattr --only-values -n user.queen.offset "$1/partitions/default/$2") &&
+	o2=$(getfattr --only-values -n user.queen.offset "$1/partitions/default/$3") &&
+	test "$o1" -lt "$o2"
+}
+
 test_expect_success 'setup: a queue whose group g has read to the end' '
 	mkdir "$Q" "$Q/groups/g" &&
 	printf "lease_time = 300\nwait = 0\n" >"$Q/config" &&
@@ -170,7 +195,7 @@ test_expect_success 'a publish waiting to run again survives a kill -9 of its da
 	unhold kq &&
 	test_is 1 "$(stat_of "$K/stats" messages)" "messages before the restart" &&
 	remount_extra b &&
-	wait_until 20 "test \"\$(stat_of \"$TRASH/b/sys/stats\" staged)\" = 0" &&
+	settled &&
 	test_is 3 "$(stat_of "$K/stats" messages)" "messages after it" &&
 	for i in 0 1 2; do
 		sysc read "$K/next" >out &&
@@ -228,13 +253,11 @@ test_expect_success 'a push behind a kept publish of its partition lands after i
 	mkdir "$MNT/queues/kg" &&
 	printf "lease_time = 300\nwait = 0\n" >"$MNT/queues/kg/config" &&
 	echo g0 >"$MNT/queues/kg/g0" &&
-	hold kg &&
-	echo g1 >"$G/g1" &&
-	wait_until 20 "grep -q \"staged kg/g1: not published yet\" b.log" &&
+	keep kg g1 &&
 	unhold kg &&
 	echo g2 >"$G/g2" &&
 	echo g3 >"$G/g3" &&
-	wait_until 20 "test \"\$(stat_of \"$TRASH/b/sys/stats\" staged)\" = 0" &&
+	settled &&
 	test_is 4 "$(stat_of "$G/stats" messages)" messages &&
 	for i in 0 1 2 3; do
 		sysc read "$G/next" >out &&
@@ -251,18 +274,14 @@ test_expect_success 'a push behind a kept publish of its partition lands after i
 test_expect_success 'an empty file into a partition with a kept publish is not lost' '
 	G=$TRASH/b/queues/kg &&
 	before=$(stat_of "$G/stats" messages) &&
-	hold kg &&
-	echo h1 >"$G/h1" &&
-	wait_until 20 "grep -q \"staged kg/h1: not published yet\" b.log" &&
+	keep kg h1 &&
 	unhold kg &&
 	: >"$G/h2" &&
-	wait_until 20 "test \"\$(stat_of \"$TRASH/b/sys/stats\" staged)\" = 0" &&
+	settled &&
 	test_is $((before + 2)) "$(stat_of "$G/stats" messages)" messages &&
 	test_is 0 "$(wc -c <"$G/partitions/default/h2")" "h2 is empty" &&
 	test_is h1 "$(cat "$G/partitions/default/h1")" "h1" &&
-	o1=$(getfattr --only-values -n user.queen.offset "$G/partitions/default/h1") &&
-	o2=$(getfattr --only-values -n user.queen.offset "$G/partitions/default/h2") &&
-	test "$o1" -lt "$o2"
+	landed_before "$G" h1 h2
 '
 
 # The same gate with a file written the way scripts write it: an exec'd
@@ -271,22 +290,18 @@ test_expect_success 'an empty file into a partition with a kept publish is not l
 test_expect_success 'a file written through an exec descriptor and a child waits behind a kept publish' '
 	G=$TRASH/b/queues/kg &&
 	before=$(stat_of "$G/stats" messages) &&
-	hold kg &&
-	echo j1 >"$G/j1" &&
-	wait_until 20 "grep -q \"staged kg/j1: not published yet\" b.log" &&
+	keep kg j1 &&
 	unhold kg &&
 	exec 7>"$G/j2" &&
 	echo a >&7 &&
 	(echo b >&7) &&
 	sh -c "echo c >&7" &&
 	exec 7>&- &&
-	wait_until 20 "test \"\$(stat_of \"$TRASH/b/sys/stats\" staged)\" = 0" &&
+	settled &&
 	test_is $((before + 2)) "$(stat_of "$G/stats" messages)" messages &&
 	test_is "a b c" "$(tr "\n" " " <"$G/partitions/default/j2" | sed "s/ $//")" \
 	    "j2, written by three processes" &&
-	o1=$(getfattr --only-values -n user.queen.offset "$G/partitions/default/j1") &&
-	o2=$(getfattr --only-values -n user.queen.offset "$G/partitions/default/j2") &&
-	test "$o1" -lt "$o2"
+	landed_before "$G" j1 j2
 '
 
 # Kept publishes are in the daemon's journal, not only in its memory:
@@ -299,9 +314,7 @@ test_expect_success 'a file written through an exec descriptor and a child waits
 test_expect_success 'kept publishes survive a kill -9 of their daemon, in order' '
 	G=$TRASH/b/queues/kg &&
 	before=$(stat_of "$G/stats" messages) &&
-	hold kg &&
-	echo m1 >"$G/m1" &&
-	wait_until 20 "grep -q \"staged kg/m1: not published yet\" b.log" &&
+	keep kg m1 &&
 	seq 1 30000 >m2.want &&
 	cp m2.want "$G/m2" &&
 	test_is m1 "$(cat "$G/m1")" "m1 while kept" &&
@@ -326,13 +339,11 @@ test_expect_success 'kept publishes survive a kill -9 of their daemon, in order'
 	test_is $before "$(stat_of "$MNT/queues/kg/stats" messages)" \
 	    "messages while the daemon is dead" &&
 	remount_extra b &&
-	wait_until 20 "test \"\$(stat_of \"$TRASH/b/sys/stats\" staged)\" = 0" &&
+	settled &&
 	test_is $((before + 2)) "$(stat_of "$G/stats" messages)" messages &&
 	test_is m1 "$(cat "$G/partitions/default/m1")" "m1" &&
 	cmp m2.want "$G/partitions/default/m2" &&
-	o1=$(getfattr --only-values -n user.queen.offset "$G/partitions/default/m1") &&
-	o2=$(getfattr --only-values -n user.queen.offset "$G/partitions/default/m2") &&
-	test "$o1" -lt "$o2"
+	landed_before "$G" m1 m2
 '
 
 # A reader that opened a kept file before the tick published it reads
@@ -344,13 +355,13 @@ test_expect_success 'a kept file open for reading across its publish reads whole
 	hold kg &&
 	seq 1 30000 >m3.want && echo m4 >m4.want &&
 	cp m3.want "$G/m3" &&
-	wait_until 20 "grep -q \"staged kg/m3: not published yet\" b.log" &&
+	kept_log kg/m3 &&
 	cp m4.want "$G/m4" &&
 	exec 8<"$G/m3" 9<"$G/m4" &&
 	dd bs=5 count=1 <&8 >m3.got 2>/dev/null &&
 	dd bs=1 count=1 <&9 >m4.got 2>/dev/null &&
 	unhold kg &&
-	wait_until 20 "test \"\$(stat_of \"$TRASH/b/sys/stats\" staged)\" = 0" &&
+	settled &&
 	test_is $((before + 2)) "$(stat_of "$G/stats" messages)" messages &&
 	cat <&8 >>m3.got && cat <&9 >>m4.got &&
 	exec 8<&- 9<&- &&
@@ -375,12 +386,89 @@ test_expect_success 'a file emptied after a close staged it lands empty when kep
 	os.ftruncate(fd, 0)
 	os.close(fd)           # the last: the file is empty
 	PYEOF
-	wait_until 20 "grep -q \"staged kg/e1: not published yet\" b.log" &&
+	kept_log kg/e1 &&
 	test_is 0 "$(stat -c %s "$G/e1")" "e1 while kept" &&
 	unhold kg &&
-	wait_until 20 "test \"\$(stat_of \"$TRASH/b/sys/stats\" staged)\" = 0" &&
+	settled &&
 	test_is $((before + 1)) "$(stat_of "$G/stats" messages)" messages &&
 	test_is 0 "$(wc -c <"$G/partitions/default/e1")" "e1 as it landed"
+'
+
+# A dot-file renamed onto the name of a kept publish would land first
+# and make the kept one its duplicate, though that close() returned 0
+# first: the rename is refused (EPERM) and the dot-file stays; the kept
+# bytes land.  Through the queue's own directory and through
+# partitions/default, which name the same files.
+test_expect_success 'a rename onto a kept name is EPERM, and the kept bytes land' '
+	G=$TRASH/b/queues/kg &&
+	before=$(stat_of "$G/stats" messages) &&
+	keep kg r1 &&
+	echo r1b >"$G/.r1" &&
+	echo rename:EPERM >expect &&
+	sysc rename "$G/.r1" "$G/r1" >actual &&
+	test_cmp expect actual &&
+	sysc rename "$G/.r1" "$G/partitions/default/r1" >actual &&
+	test_is "rename:EINVAL" "$(cat actual)" "a rename across directories" &&
+	echo r1c >"$G/partitions/default/.r1" &&
+	echo rename:EPERM >expect &&
+	sysc rename "$G/partitions/default/.r1" "$G/partitions/default/r1" >actual &&
+	test_cmp expect actual &&
+	grep -q "rename .*/kg/.r1 -> r1: the publish of r1 is kept" b.log &&
+	test_is r1 "$(cat "$G/r1")" "r1 while kept" &&
+	test_is r1b "$(cat "$G/.r1")" "the dot-file, still there" &&
+	unhold kg &&
+	settled &&
+	test_is $((before + 1)) "$(stat_of "$G/stats" messages)" messages &&
+	test_is r1 "$(cat "$G/r1")" "r1 as it landed" &&
+	test_is r1 "$(cat "$G/partitions/default/r1")" "r1 in its partition" &&
+	rm "$G/.r1" "$G/partitions/default/.r1"
+'
+
+# Readers that walk a tree (grep -r, cp -r, tar) see a kept file as it
+# will land, and take nothing: no pop, no publish out of its turn.
+test_expect_success 'grep -r, cp -r and tar over a queue with kept files' '
+	G=$TRASH/b/queues/kg &&
+	before=$(stat_of "$G/stats" messages) &&
+	keep kg w1 &&
+	seq 1 30000 | sed "s/^/w2 /" >w2.want &&
+	cp w2.want "$G/w2" &&
+	test_is 2 "$(stat_of "$TRASH/b/sys/stats" staged)" "staged" &&
+	grep -rl "^w1$" "$G" >grep.out &&
+	test_is "$G/w1" "$(cat grep.out)" "grep -r finds w1" &&
+	test_is 30000 "$(grep -rh "^w2 " "$G" | sort -u | wc -l)" "grep -r reads w2 whole" &&
+	rm -rf copy && cp -r "$G" copy &&
+	test_is w1 "$(cat copy/w1)" "cp -r copied w1" &&
+	cmp w2.want copy/w2 &&
+	tar cf kg.tar -C "$G" w1 w2 &&
+	mkdir untar && tar xf kg.tar -C untar &&
+	cmp w2.want untar/w2 &&
+	test_is 2 "$(stat_of "$TRASH/b/sys/stats" staged)" "still staged" &&
+	test_is $before "$(stat_of "$G/stats" messages)" "messages while kept" &&
+	unhold kg &&
+	settled &&
+	test_is $((before + 2)) "$(stat_of "$G/stats" messages)" messages &&
+	cmp w2.want "$G/partitions/default/w2" &&
+	landed_before "$G" w1 w2
+'
+
+# A descriptor opened (exec 3>) before a publish of its partition was
+# kept, written before and after, and closed after: the file lands
+# behind the kept one, in the order of the close()s, with every write.
+test_expect_success 'an exec descriptor held across a keep lands whole, behind it' '
+	G=$TRASH/b/queues/kg &&
+	before=$(stat_of "$G/stats" messages) &&
+	exec 3>"$G/x3" &&
+	echo a >&3 &&
+	keep kg x1 &&
+	(echo b >&3) &&
+	test_is "a b" "$(tr "\n" " " <"$G/x3" | sed "s/ $//")" "x3 while open" &&
+	unhold kg &&
+	echo c >&3 &&
+	exec 3>&- &&
+	settled &&
+	test_is $((before + 2)) "$(stat_of "$G/stats" messages)" messages &&
+	test_is "a b c" "$(tr "\n" " " <"$G/partitions/default/x3" | sed "s/ $//")" "x3" &&
+	landed_before "$G" x1 x3
 '
 
 # A put kept for the tick: the key reads the value whose close()
@@ -392,7 +480,7 @@ test_expect_success 'a kept KV put reads back, and rm and a ttl wait for it' '
 	echo v1 >"$MNT/kv/cfg/k" &&
 	hold cfg "SELECT 1 FROM kv WHERE ns = '\''cfg'\'' AND key = '\''k'\'' FOR UPDATE" &&
 	echo v2 >"$K/k" &&
-	wait_until 20 "grep -q \"staged cfg/k: not published yet\" b.log" &&
+	kept_log cfg/k &&
 	test_is v2 "$(cat "$K/k")" "the key while its put is kept" &&
 	echo unlink:EPERM >expect &&
 	sysc unlink "$K/k" >actual &&
@@ -402,7 +490,7 @@ test_expect_success 'a kept KV put reads back, and rm and a ttl wait for it' '
 	sysc setxattr "$K/k" user.queen.ttl 60 >actual &&
 	test_cmp expect actual &&
 	unhold cfg &&
-	wait_until 20 "test \"\$(stat_of \"$TRASH/b/sys/stats\" staged)\" = 0" &&
+	settled &&
 	test_is v2 "$(cat "$MNT/kv/cfg/k")" "the key after the put landed" &&
 	rm "$K/k" &&
 	test_path_is_missing "$MNT/kv/cfg/k"
@@ -417,7 +505,7 @@ test_expect_success 'a kept timer write reads back, and rm and touch wait for it
 	touch -d "+1 hour" "$MNT/queues/kg/timers/t1" &&
 	hold t1 "SELECT 1 FROM timers WHERE key = '\''t1'\'' FOR UPDATE" &&
 	echo new >"$T/t1" &&
-	wait_until 20 "grep -q \"staged kg/t1: not published yet\" b.log" &&
+	kept_log kg/t1 &&
 	test_is new "$(cat "$T/t1")" "the timer while its write is kept" &&
 	echo unlink:EPERM >expect &&
 	sysc unlink "$T/t1" >actual &&
@@ -426,9 +514,15 @@ test_expect_success 'a kept timer write reads back, and rm and touch wait for it
 	grep -q "Operation not permitted" err &&
 	grep -q "touch timers/t1 of kg: kept for the tick" b.log &&
 	test_is new "$(cat "$T/t1")" "the timer after the refused touch" &&
+	echo newer >"$T/.t1" &&
+	echo rename:EPERM >expect &&
+	sysc rename "$T/.t1" "$T/t1" >actual &&
+	test_cmp expect actual &&
+	test_is newer "$(cat "$T/.t1")" "the staging file after the refused rename" &&
+	rm "$T/.t1" &&
 	ls "$T" >ls.out && test_is t1 "$(cat ls.out)" "the timers listed" &&
 	unhold t1 &&
-	wait_until 20 "test \"\$(stat_of \"$TRASH/b/sys/stats\" staged)\" = 0" &&
+	settled &&
 	test_is new "$(cat "$MNT/queues/kg/timers/t1")" "the timer after" &&
 	rm "$T/t1" &&
 	test_path_is_missing "$MNT/queues/kg/timers/t1"
@@ -455,7 +549,7 @@ test_expect_success SETPRIV 'a second user'\''s publishes wait behind a kept one
 	    echo p0 >\"\$1/p0\"" sh "$U" &&
 	hold mine &&
 	as_user $U1 sh -c "echo p1 >\"\$1/p1\"" sh "$U" &&
-	wait_until 20 "grep -q \"staged mine/p1: not published yet\" u.log" &&
+	kept_log mine/p1 u.log &&
 	as_user $U1 sh -c "exec 7>\"\$1/p2\" && echo a >&7 && (echo b >&7) && exec 7>&-" sh "$U" &&
 	test_is p1 "$(as_user $U1 cat "$U/p1")" "p1 to its writer" &&
 	test_is "a b" "$(as_user $U1 cat "$U/p2" | tr "\n" " " | sed "s/ $//")" \
@@ -463,7 +557,7 @@ test_expect_success SETPRIV 'a second user'\''s publishes wait behind a kept one
 	test_must_fail as_user $U2 cat "$U/p1" 2>err &&
 	grep -q "Permission denied" err &&
 	unhold mine &&
-	wait_until 20 "test \"\$(stat_of \"$TRASH/u/sys/stats\" staged)\" = 0" &&
+	settled u &&
 	for m in p0 p1 p2; do
 		L=$(as_user $U1 timeout 15 cat "$U/next") &&
 		test_is $m "${L##*/}" "the user pops $m" &&
