@@ -20,6 +20,7 @@ struct admin_job {
 	int to_set;
 	int64_t mtime;
 	bool keep_own;
+	bool unstored_ok; /* an unpublished attempt went: none stored is 0 */
 };
 
 static void
@@ -215,6 +216,8 @@ remove_run(struct job *j, struct queen *q)
 	default:
 		j->rc = -EPERM;
 	}
+	if (j->rc == -ENOENT && aj->unstored_ok)
+		j->rc = 0;
 	if (j->rc < 0)
 		fs_log("remove %s: %s (%s)", aj->name, queen_errmsg(q),
 		    errname(j->rc));
@@ -301,7 +304,8 @@ op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		gone = true;
 	if (gone) {
 		node_unhash(p, name);
-		if (w == PW_PUSH) {
+		/* a message, or a staging file: nothing of it is stored */
+		if (w == PW_PUSH || name[0] == '.') {
 			fuse_reply_err(req, 0);
 			return;
 		}
@@ -317,8 +321,10 @@ op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_err(req, EPERM);
 		return;
 	}
-	if ((aj = admin_new(req, remove_run, remove_reply, p, name)))
+	if ((aj = admin_new(req, remove_run, remove_reply, p, name))) {
+		aj->unstored_ok = gone;
 		engine_submit(&aj->j);
+	}
 }
 
 static void

@@ -122,6 +122,31 @@ timer_cb(void *arg, const struct queen_timer_info *ti)
 	return add(dj->h, &dj->cap, ti->key, S_IFREG);
 }
 
+/*
+ * What this mount wrote into a KV namespace or timers/ that the store
+ * does not list yet: a staging dot-file, a put or a timer still open for
+ * writing or kept for the tick.  Each name once: the store's first.
+ */
+static int
+add_pending(struct dir_job *dj, enum pend_what w, const char *queue)
+{
+	struct dent *d;
+	size_t np = pend_list(w, queue, NULL, fs_now(), &d), base, i, k;
+	int rc = 0;
+
+	base = dj->h->ndents;
+	for (i = 0; i < np; i++) {
+		for (k = 0; k < base; k++)
+			if (strcmp(dj->h->dents[k].name, d[i].name) == 0)
+				break;
+		if (k == base && rc == 0)
+			rc = add(dj->h, &dj->cap, d[i].name, S_IFREG);
+		free(d[i].name);
+	}
+	free(d);
+	return rc;
+}
+
 static void
 list_run(struct job *j, struct queen *q)
 {
@@ -160,10 +185,12 @@ list_run(struct job *j, struct queen *q)
 		rc = queen_kv_ns_list(q, name_cb, dj);
 		break;
 	case K_KV_NS:
-		rc = queen_kv_list(q, n->queue, kv_cb, dj);
+		if ((rc = queen_kv_list(q, n->queue, kv_cb, dj)) == 0)
+			rc = add_pending(dj, PW_KV, n->queue);
 		break;
 	case K_TIMERS:
-		rc = queen_timer_list(q, n->queue, timer_cb, dj);
+		if ((rc = queen_timer_list(q, n->queue, timer_cb, dj)) == 0)
+			rc = add_pending(dj, PW_TIMER, n->queue);
 		break;
 	default:
 		break;

@@ -254,4 +254,21 @@ test_expect_success 'KV state survives a restart of the daemon' '
 	test_cmp expect "$KV/ttl/t3"
 '
 
+# A key still open for writing is listed (its put is coming), and rm of
+# it discards the put: nothing is stored, rm answers 0.  On the code
+# before, ls did not list it and rm answered ENOENT.
+test_expect_success 'a key being written: ls lists it, rm discards its put' '
+	mkdir -p "$KV/wr" &&
+	exec 6>"$KV/wr/k" &&
+	echo v >&6 &&
+	ls "$KV/wr" >actual &&
+	echo k >expect &&
+	test_cmp expect actual &&
+	rm "$KV/wr/k" &&
+	exec 6>&- &&
+	ls "$KV/wr" >actual &&
+	test_line_count = 0 actual &&
+	test_path_is_missing "$KV/wr/k"
+'
+
 test_done

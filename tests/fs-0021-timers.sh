@@ -244,4 +244,32 @@ test_expect_success 'a queue holding only a timer cannot be removed: ENOTEMPTY' 
 	test_path_is_missing "$Q"
 '
 
+# What this mount holds of timers/ that the store has not scheduled yet
+# is listed and removable like what it has: a staging dot-file (the
+# rsync way to write a timer), and a timer still open for writing.  On
+# the code before, neither was listed and rm of either answered ENOENT
+# (the staging file stayed until swept).
+test_expect_success 'a staging file and a timer being written: ls lists them, rm removes them' '
+	q_init stage &&
+	echo "timer_delay = 3600" >"$Q/config" &&
+	echo x >"$Q/timers/.t" &&
+	ls -A "$Q/timers" >actual &&
+	echo .t >expect &&
+	test_cmp expect actual &&
+	rm "$Q/timers/.t" &&
+	test_path_is_missing "$Q/timers/.t" &&
+	ls -A "$Q/timers" >actual &&
+	test_line_count = 0 actual &&
+	exec 6>"$Q/timers/w" &&
+	echo y >&6 &&
+	ls -A "$Q/timers" >actual &&
+	echo w >expect &&
+	test_cmp expect actual &&
+	rm "$Q/timers/w" &&
+	exec 6>&- &&
+	ls -A "$Q/timers" >actual &&
+	test_line_count = 0 actual &&
+	test_is 0 "$(stat_of "$Q/stats" pushed)" "pushed"
+'
+
 test_done
