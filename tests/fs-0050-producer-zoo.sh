@@ -375,4 +375,19 @@ test_expect_success 'ls of a partition lists the staging and open files written 
 	test_is w "$(cat "$P/w")" "w"
 '
 
+# An in-place editor on a stored message: sed -i writes its copy under a
+# plain name beside it (a push of its own: the mount cannot tell it from
+# any other file) and then fails to rename it over the message, which
+# stays as it was (design.md, "Pushing").
+test_expect_success 'sed -i on a message fails and leaves it as it was' '
+	q_init sedi &&
+	P="$Q/partitions/default" &&
+	echo one >"$P/m" &&
+	test_must_fail sed -i s/one/two/ "$P/m" 2>err &&
+	grep -q "Invalid argument" err &&
+	test_is one "$(cat "$P/m")" "the message" &&
+	test_is 2 "$(stat_of "$Q/stats" messages)" "messages: m and the copy" &&
+	test_is two "$(cat "$P/$(ls "$P" | grep -vx m)")" "the copy"
+'
+
 test_done
