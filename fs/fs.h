@@ -380,8 +380,6 @@ void pend_drop(struct pending *p);
 int pend_kill_replaced(enum pend_what w, const char *queue, const char *part,
     const char *name);
 int pend_refused(struct pending *p);
-bool pend_unpublished(enum pend_what w, const char *queue, const char *part,
-    const char *name, int64_t now);
 size_t pend_list(enum pend_what w, const char *queue, const char *part,
     int64_t now, struct dent **out);
 void pend_sweep(int64_t now);

@@ -239,9 +239,9 @@ op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	add(h, &cap, "..", S_IFDIR);
 	for (size_t i = 0; (nm = node_static_at(n->kind, i, &k)) != NULL; i++)
 		add(h, &cap, nm, node_is_dir(k) ? S_IFDIR : S_IFREG);
-	if (n->kind == K_QUEUE || n->kind == K_PART) {
+	if (n->kind == K_QUEUE) {
 		struct dent *d;
-		size_t np = pend_list(PW_PUSH, n->queue, n->part, fs_now(), &d);
+		size_t np = pend_list(PW_PUSH, n->queue, NULL, fs_now(), &d);
 		for (size_t i = 0; i < np; i++) {
 			add(h, &cap, d[i].name, S_IFREG);
 			free(d[i].name);
@@ -283,14 +283,7 @@ fill(fuse_req_t req, char *buf, size_t size, size_t at, const char *name,
 	return need > size - at ? 0 : need;
 }
 
-/*
- * A partition's log, paged: cookie = offset + 2 ("." and ".." are 1, 2).
- * After it, what this mount is writing into the partition (taken at
- * opendir, in the handle's entries after "." and ".."): cookies from
- * PEND_COOKIE, past any offset, each listed while still unpublished.
- */
-#define PEND_COOKIE ((off_t)1 << 62)
-
+/* A partition's log, paged: cookie = offset + 2 ("." and ".." are 1, 2). */
 static void
 partdir_run(struct job *j, struct queen *q)
 {
@@ -300,7 +293,6 @@ partdir_run(struct job *j, struct queen *q)
 	char *buf = malloc(dj->size);
 	size_t at = 0, used;
 	int64_t from = dj->off <= 2 ? 1 : dj->off - 1;
-	bool logged = dj->off >= PEND_COOKIE; /* the log is listed */
 
 	if (!buf) {
 		j->rc = -ENOMEM;
@@ -312,13 +304,11 @@ partdir_run(struct job *j, struct queen *q)
 	if (dj->off < 2 && (used = fill(j->req, buf, dj->size, at, "..",
 	    S_IFDIR, 2)))
 		at += used;
-	for (bool more = dj->off < PEND_COOKIE; more;) {
+	for (bool more = true; more;) {
 		int rc = queen_msg_read(q, n->queue, n->part, from, PAGE_MSGS,
 		    false, &b);
-		if (rc < 0 || !b || b->n == 0) {
-			logged = rc >= 0;
+		if (rc < 0 || !b || b->n == 0)
 			break;
-		}
 		for (size_t i = 0; i < b->n; i++) {
 			char nm[NAME_MAX_BYTES + 1];
 
@@ -338,18 +328,6 @@ partdir_run(struct job *j, struct queen *q)
 		}
 		queen_batch_free(b);
 		b = NULL;
-	}
-	for (size_t k =
-		 dj->off >= PEND_COOKIE ? (size_t)(dj->off - PEND_COOKIE) : 2;
-	     logged && k < dj->h->ndents; k++) {
-		const char *nm = dj->h->dents[k].name;
-
-		if (!pend_unpublished(PW_PUSH, n->queue, n->part, nm, fs_now()))
-			continue;
-		if (!(used = fill(j->req, buf, dj->size, at, nm, S_IFREG,
-			  PEND_COOKIE + (off_t)k + 1)))
-			break;
-		at += used;
 	}
 	dj->buf = buf;
 	dj->len = at;

@@ -784,22 +784,6 @@ shadowed_by_newer(const struct pending *p)
 	return false;
 }
 
-/* Whether an attempt of the name is in the table, not yet published. */
-bool
-pend_unpublished(enum pend_what w, const char *queue, const char *part,
-    const char *name, int64_t now)
-{
-	bool found = false;
-
-	pthread_mutex_lock(&fs_lock);
-	for (struct pending *p = pends; p && !found; p = p->next)
-		found = p->what == w && same(p->queue, queue) &&
-		    same(p->part, part) && strcmp(p->name, name) == 0 &&
-		    !p->pushed && (p->refs > 0 || alive(p, now));
-	pthread_mutex_unlock(&fs_lock);
-	return found;
-}
-
 size_t
 pend_list(enum pend_what w, const char *queue, const char *part, int64_t now,
     struct dent **out)
