@@ -255,7 +255,7 @@ op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct node *p = node_get(parent);
 	struct admin_job *aj;
-	struct pending *pe;
+	struct pending *pe = NULL;
 	bool gone = false, kept = false, cancel;
 	enum pend_what w = p && p->kind == K_KV_NS ? PW_KV :
 	    p && p->kind == K_TIMERS ? PW_TIMER : PW_PUSH;
@@ -273,8 +273,12 @@ op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	 * would land after the removal.  Looked at and marked dead in one
 	 * hold of fs_lock, as the keep marks it kept.
 	 */
-	while ((pe = pend_find(w, p->queue, w == PW_PUSH ? p->part : NULL, name,
-		    fs_now()))) {
+	/* one kept behind a newer open of the name is not in the table */
+	kept = name[0] != '.' &&
+	    pend_kept_as(w, p->queue, w == PW_PUSH ? p->part : NULL, name);
+	while (!kept &&
+	    (pe = pend_find(w, p->queue, w == PW_PUSH ? p->part : NULL, name,
+		 fs_now()))) {
 		pthread_mutex_lock(&fs_lock);
 		kept = pe->kept;
 		cancel = name[0] == '.' || (!pe->pushed && !kept);

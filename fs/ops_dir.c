@@ -123,16 +123,20 @@ timer_cb(void *arg, const struct queen_timer_info *ti)
 }
 
 /*
- * What this mount wrote into a KV namespace or timers/ that the store
- * does not list yet: a staging dot-file, a put or a timer still open for
- * writing or kept for the tick.  Each name once: the store's first.
+ * A KV namespace or timers/: what the store lists, then what this mount
+ * wrote there that the store does not list yet (a staging dot-file, a
+ * put or a timer still open for writing or kept for the tick), each
+ * name once.  The attempts are taken first: one that leaves the table
+ * meanwhile does so after its commit, which the store's list then shows.
  */
 static int
-add_pending(struct dir_job *dj, enum pend_what w, const char *queue)
+list_with_pending(struct dir_job *dj, struct queen *q, enum pend_what w,
+    const char *queue)
 {
 	struct dent *d;
 	size_t np = pend_list(w, queue, NULL, fs_now(), &d), base, i, k;
-	int rc = 0;
+	int rc = w == PW_KV ? queen_kv_list(q, queue, kv_cb, dj) :
+			      queen_timer_list(q, queue, timer_cb, dj);
 
 	base = dj->h->ndents;
 	for (i = 0; i < np; i++) {
@@ -185,12 +189,10 @@ list_run(struct job *j, struct queen *q)
 		rc = queen_kv_ns_list(q, name_cb, dj);
 		break;
 	case K_KV_NS:
-		if ((rc = queen_kv_list(q, n->queue, kv_cb, dj)) == 0)
-			rc = add_pending(dj, PW_KV, n->queue);
+		rc = list_with_pending(dj, q, PW_KV, n->queue);
 		break;
 	case K_TIMERS:
-		if ((rc = queen_timer_list(q, n->queue, timer_cb, dj)) == 0)
-			rc = add_pending(dj, PW_TIMER, n->queue);
+		rc = list_with_pending(dj, q, PW_TIMER, n->queue);
 		break;
 	default:
 		break;

@@ -496,6 +496,31 @@ test_expect_success 'a kept KV put reads back, and rm and a ttl wait for it' '
 	test_path_is_missing "$MNT/kv/cfg/k"
 '
 
+# The key opened again while its put was still being tried: the newer
+# open takes the name, and the put, kept, waits behind it out of the
+# table.  rm is EPERM and changes nothing: on the code before, it
+# answered EPERM only after it had discarded the newer open, whose
+# write then went nowhere (the key ended v2).
+test_expect_success 'rm of a key whose kept put a newer open hides is EPERM' '
+	K=$TRASH/b/kv/cfg &&
+	echo v1 >"$MNT/kv/cfg/k2" &&
+	hold cfg "SELECT 1 FROM kv WHERE ns = '\''cfg'\'' AND key = '\''k2'\'' FOR UPDATE" &&
+	echo v2 >"$K/k2" &&
+	exec 6>"$K/k2" &&
+	kept_log cfg/k2 &&
+	echo unlink:EPERM >expect &&
+	sysc unlink "$K/k2" >actual &&
+	test_cmp expect actual &&
+	grep -q "unlink kv/cfg/k2: its publish is kept" b.log &&
+	echo v3 >&6 &&
+	exec 6>&- &&
+	unhold cfg &&
+	settled &&
+	test_is v3 "$(cat "$MNT/kv/cfg/k2")" "the key: the last close" &&
+	rm "$K/k2" &&
+	test_path_is_missing "$MNT/kv/cfg/k2"
+'
+
 # A timer written again while its row is held elsewhere: the write is
 # kept, reads back, and rm and touch (which would cancel or move the
 # timer the kept write then puts back) are EPERM until it lands.
