@@ -465,6 +465,13 @@ int dlq_unlink(fuse_req_t req, struct node *p, const char *name);
 int txid_to_name(const char *txid, char *out, size_t len);
 int name_to_txid(const char *name, char *out, size_t len);
 bool name_is_msg(const char *name);
+struct nameset {
+	const char **slot;
+	size_t mask;
+};
+int nameset_init(struct nameset *s, size_t n);
+bool nameset_add(struct nameset *s, const char *name);
+void nameset_free(struct nameset *s);
 
 /* ops_api.c: a request held in memory up to API_MEM_MAX, on disk past it */
 #define API_MEM_MAX (256u << 10)

@@ -7,6 +7,8 @@
  */
 #include <errno.h>
 #include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fs.h"
@@ -91,4 +93,41 @@ name_is_msg(const char *name)
 	char tx[QUEEN_TXID_MAX + 1];
 
 	return name_to_txid(name, tx, sizeof(tx)) == 0;
+}
+
+/* A set of names for one pass over a list; the names are not copied. */
+int
+nameset_init(struct nameset *s, size_t n)
+{
+	size_t cap = 16;
+
+	while (cap < 2 * n)
+		cap *= 2;
+	if (!(s->slot = calloc(cap, sizeof(*s->slot))))
+		return -ENOMEM;
+	s->mask = cap - 1;
+	return 0;
+}
+
+/* Adds name; false if it was in already.  Room for the n of init. */
+bool
+nameset_add(struct nameset *s, const char *name)
+{
+	uint64_t h = 14695981039346656037u; /* FNV-1a */
+	size_t i;
+
+	for (const char *c = name; *c; c++)
+		h = (h ^ (unsigned char)*c) * 1099511628211u;
+	for (i = h & s->mask; s->slot[i]; i = (i + 1) & s->mask)
+		if (strcmp(s->slot[i], name) == 0)
+			return false;
+	s->slot[i] = name;
+	return true;
+}
+
+void
+nameset_free(struct nameset *s)
+{
+	free(s->slot);
+	s->slot = NULL;
 }

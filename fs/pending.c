@@ -788,15 +788,28 @@ size_t
 pend_list(enum pend_what w, const char *queue, const char *part, int64_t now,
     struct dent **out)
 {
-	size_t n = 0, cap = 0;
+	size_t n = 0, cap = 0, m = 0;
 	struct dent *d = NULL, *nd;
+	struct nameset seen;
+	bool indexed;
 
+#define OF_DIR(p) \
+	((p)->what == w && same((p)->queue, queue) && same((p)->part, part))
 	pthread_mutex_lock(&fs_lock);
+	/* the names met so far: a kept attempt behind a newer one of its
+	 * name is not listed (the newer is); one pass, not one per kept */
+	for (struct pending *p = pends; p; p = p->next)
+		m += OF_DIR(p);
+	indexed = nameset_init(&seen, m) == 0;
 	for (struct pending *p = pends; p; p = p->next) {
-		if (p->what != w || !same(p->queue, queue) ||
-		    !same(p->part, part) || (p->refs == 0 && !alive(p, now)) ||
-		    (p->pushed && !alive(p, now)) ||
-		    (p->kept && shadowed_by_newer(p)))
+		bool newest;
+
+		if (!OF_DIR(p))
+			continue;
+		newest = indexed ? nameset_add(&seen, p->name) :
+				   !shadowed_by_newer(p);
+		if ((p->refs == 0 && !alive(p, now)) ||
+		    (p->pushed && !alive(p, now)) || (p->kept && !newest))
 			continue;
 		if (n == cap) {
 			cap = cap ? cap * 2 : 8;
@@ -810,6 +823,9 @@ pend_list(enum pend_what w, const char *queue, const char *part, int64_t now,
 			n++;
 	}
 	pthread_mutex_unlock(&fs_lock);
+#undef OF_DIR
+	if (indexed)
+		nameset_free(&seen);
 	*out = d;
 	return n;
 }

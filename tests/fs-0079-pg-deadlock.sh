@@ -398,7 +398,9 @@ test_expect_success 'a file emptied after a close staged it lands empty when kep
 # and make the kept one its duplicate, though that close() returned 0
 # first: the rename is refused (EPERM) and the dot-file stays; the kept
 # bytes land.  Through the queue's own directory and through
-# partitions/default, which name the same files.
+# partitions/default, which name the same files.  An open of the name
+# while it is kept is listed once with it, and its empty file, closed
+# after, is a duplicate: the kept one was first.
 test_expect_success 'a rename onto a kept name is EPERM, and the kept bytes land' '
 	G=$TRASH/b/queues/kg &&
 	before=$(stat_of "$G/stats" messages) &&
@@ -416,6 +418,9 @@ test_expect_success 'a rename onto a kept name is EPERM, and the kept bytes land
 	grep -q "rename .*/kg/.r1 -> r1: the publish of r1 is kept" b.log &&
 	test_is r1 "$(cat "$G/r1")" "r1 while kept" &&
 	test_is r1b "$(cat "$G/.r1")" "the dot-file, still there" &&
+	exec 6>"$G/r1" &&
+	test_is 1 "$(ls "$G" | grep -cx r1)" "r1 listed once, open again" &&
+	exec 6>&- &&
 	unhold kg &&
 	settled &&
 	test_is $((before + 1)) "$(stat_of "$G/stats" messages)" messages &&
