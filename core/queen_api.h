@@ -63,6 +63,7 @@ struct queen_http_answer {
 	char *body;
 	bool text;
 	bool wrote;
+	char note[192]; /* for the log: a bad number replaced by its default */
 };
 int queen_http(struct queen *q, const struct queen_http_req *r,
     struct queen_http_answer *ans, struct queen_api_wait *wait);

@@ -200,6 +200,9 @@ http_run(struct job *j, struct queen *q)
 	else if (r->ans.status >= 400 && r->ans.status != 404)
 		fs_logl(FSL_INFO, "http: %s %.200s: %d %.200s", r->method,
 		    r->path, r->ans.status, r->ans.body ? r->ans.body : "");
+	if (r->ans.note[0])
+		fs_logl(FSL_INFO, "http: %s %.200s: %s", r->method, r->path,
+		    r->ans.note);
 }
 
 static void

@@ -796,4 +796,16 @@ test_expect_success 'metrics: JSON and Prometheus text' '
 	grep "^queen_http_requests_total " body
 '
 
+# A bad number in a pop falls back to its default (a 4xx would stop a
+# consumer) and the daemon's log says which and what it used instead.
+test_expect_success 'a bad number in a pop is its default, and the log says so' '
+	curl -s -o /dev/null -X POST -H "Content-Type: application/json" \
+	    -d "{\"items\":[{\"queue\":\"bn\",\"payload\":1},{\"queue\":\"bn\",\"payload\":2}]}" \
+	    $URL/api/v1/push &&
+	curl -s -o body -w "%{http_code}\n" "$URL/api/v1/pop/queue/bn?batch=-1&wait=false" >actual &&
+	echo 200 >expect && test_cmp expect actual &&
+	python3 -c "import json,sys; sys.exit(len(json.load(open(\"body\"))[\"messages\"]) != 1)" &&
+	grep -q "http: GET /api/v1/pop/queue/bn: batch=-1 is not an integer in \[1, 100000\]: 1 used" "$DAEMON_LOG"
+'
+
 test_done

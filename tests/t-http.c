@@ -20,6 +20,7 @@
 struct res {
 	int rc, status;
 	json_t *js;
+	char note[192];
 };
 
 static struct res
@@ -36,6 +37,7 @@ call(struct queen *q, const char *method, const char *path,
 
 	out.rc = queen_http(q, &r, &a, wait);
 	out.status = a.status;
+	memcpy(out.note, a.note, sizeof(out.note));
 	if (a.body && !a.text)
 		out.js = json_loads(a.body, JSON_DECODE_ANY, &e);
 	free(a.body);
@@ -101,6 +103,39 @@ test_routes(void)
 		is_str(str(m, "transactionId"), "x", "txid");
 		ok(json_is_object(json_object_get(m, "data")), "data");
 	}
+	is_str(r.note, "", "good numbers: nothing to note");
+	json_decref(r.js);
+	fix_close(&f);
+}
+
+/* A number out of range or not a number falls back to its default (a
+ * 4xx would stop a consumer), and the answer notes it for the log. */
+static void
+test_bad_numbers(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "http-numbers");
+	struct queen_http_arg a[2] = { { "batch", "-1" }, { "wait", "false" } };
+	struct res r;
+
+	r = call(q, "POST", "/api/v1/push", NULL, 0,
+	    "{\"items\":[{\"queue\":\"n\",\"payload\":1},"
+	    "{\"queue\":\"n\",\"payload\":2}]}",
+	    NULL);
+	is_int(r.status, 201, "two pushed");
+	json_decref(r.js);
+	r = call(q, "GET", "/api/v1/pop/queue/n", a, 2, NULL, NULL);
+	is_int(r.status, 200, "batch=-1: 200");
+	is_int((int64_t)json_array_size(json_object_get(r.js, "messages")), 1,
+	    "one message: the default batch");
+	is_str(r.note, "batch=-1 is not an integer in [1, 100000]: 1 used",
+	    "the note for the log");
+	json_decref(r.js);
+	a[0].value = "99999999999999999999";
+	r = call(q, "GET", "/api/v1/pop/queue/n", a, 2, NULL, NULL);
+	ok(strstr(r.note, "batch=99999999999999999999 is not an integer") !=
+		NULL,
+	    "an overflow is noted: %s", r.note);
 	json_decref(r.js);
 	fix_close(&f);
 }
@@ -291,6 +326,7 @@ main(void)
 {
 	plan_lazy();
 	test_routes();
+	test_bad_numbers();
 	test_wait();
 	test_purge_and_dlq();
 	test_too_large();

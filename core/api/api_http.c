@@ -74,8 +74,17 @@ arg_int(struct hctx *h, const char *key, int64_t dflt, int64_t min,
 		return dflt;
 	errno = 0;
 	v = strtoll(s, &end, 10);
-	if (errno || *end || v < min || v > max)
-		return dflt;     /* a 4xx would stop a consumer: the default */
+	if (errno || *end || v < min || v > max) {
+		/* a 4xx would stop a consumer: the default, and a word in
+		 * the log (the first such of the request) */
+		if (!h->ans->note[0])
+			snprintf(h->ans->note, sizeof(h->ans->note),
+			    "%s=%.40s is not an integer in [%lld, %lld]: "
+			    "%lld used",
+			    key, s, (long long)min, (long long)max,
+			    (long long)dflt);
+		return dflt;
+	}
 	return v;
 }
 
