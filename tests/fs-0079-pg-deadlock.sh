@@ -526,6 +526,26 @@ test_expect_success 'rm of a key whose kept put a newer open hides is EPERM' '
 	test_path_is_missing "$MNT/kv/cfg/k2"
 '
 
+# rm of a key while its put is still being tried (not kept yet): the
+# rm waits behind the put, as any request after a close does, and once
+# the put is kept it is refused like any rm of a kept put; the put lands.
+test_expect_success 'rm of a key whose put is being retried waits, then is EPERM' '
+	K=$TRASH/b/kv/cfg &&
+	echo v1 >"$MNT/kv/cfg/k3" &&
+	hold cfg "SELECT 1 FROM kv WHERE ns = '\''cfg'\'' AND key = '\''k3'\'' FOR UPDATE" &&
+	echo v2 >"$K/k3" &&
+	echo unlink:EPERM >expect &&
+	sysc unlink "$K/k3" >actual &&
+	test_cmp expect actual &&
+	grep -q "unlink kv/cfg/k3: its publish is kept" b.log &&
+	test_is 1 "$(stat_of "$TRASH/b/sys/stats" staged)" "staged: the put" &&
+	test_is v2 "$(cat "$K/k3")" "the key while kept" &&
+	unhold cfg &&
+	settled &&
+	test_is v2 "$(cat "$MNT/kv/cfg/k3")" "the key after" &&
+	rm "$K/k3"
+'
+
 # A timer written again while its row is held elsewhere: the write is
 # kept, reads back, and rm and touch (which would cancel or move the
 # timer the kept write then puts back) are EPERM until it lands.
