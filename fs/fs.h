@@ -169,6 +169,8 @@ struct handle {
 	bool nonblock;
 	struct dent *dents;     /* directory snapshot */
 	size_t ndents;
+	size_t kept_at; /* partitions/<p>/: where the kept files
+				 * start in dents, once taken (else 0) */
 	bool writable;
 	char *req;              /* api/: the request as written */
 	size_t req_len, req_cap;
@@ -380,8 +382,9 @@ void pend_drop(struct pending *p);
 int pend_kill_replaced(enum pend_what w, const char *queue, const char *part,
     const char *name);
 int pend_refused(struct pending *p);
+size_t pend_list_kept(const char *queue, const char *part, struct dent **out);
 size_t pend_list(enum pend_what w, const char *queue, const char *part,
-    int64_t now, struct dent **out);
+    int64_t now, bool changing, struct dent **out);
 void pend_sweep(int64_t now);
 char *pend_snapshot(struct pending *p, size_t *len, unsigned *gen);
 void pend_unsnap(struct pending *p, char *b, size_t len, unsigned gen);

@@ -134,7 +134,7 @@ list_with_pending(struct dir_job *dj, struct queen *q, enum pend_what w,
     const char *queue)
 {
 	struct dent *d;
-	size_t np = pend_list(w, queue, NULL, fs_now(), &d), base, i, k;
+	size_t np = pend_list(w, queue, NULL, fs_now(), true, &d), base, i, k;
 	int rc = w == PW_KV ? queen_kv_list(q, queue, kv_cb, dj) :
 			      queen_timer_list(q, queue, timer_cb, dj);
 
@@ -243,7 +243,8 @@ op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		add(h, &cap, nm, node_is_dir(k) ? S_IFDIR : S_IFREG);
 	if (n->kind == K_QUEUE) {
 		struct dent *d;
-		size_t np = pend_list(PW_PUSH, n->queue, NULL, fs_now(), &d);
+		size_t np = pend_list(PW_PUSH, n->queue, NULL, fs_now(), false,
+		    &d);
 		for (size_t i = 0; i < np; i++) {
 			add(h, &cap, d[i].name, S_IFREG);
 			free(d[i].name);
@@ -285,7 +286,37 @@ fill(fuse_req_t req, char *buf, size_t size, size_t at, const char *name,
 	return need > size - at ? 0 : need;
 }
 
-/* A partition's log, paged: cookie = offset + 2 ("." and ".." are 1, 2). */
+/*
+ * A partition's log, paged: cookie = offset + 2 ("." and ".." are 1, 2).
+ * After its end, the files written into the partition whose publish is
+ * kept for the tick: taken once, when the listing first reaches the end
+ * of the log (the tick runs on the token holder, as this does, so each
+ * is then either in the log or kept), and kept in the handle's entries
+ * so the rest of the listing pages through the same ones; their
+ * cookies are KEPT_COOKIE + index + 1, past any offset.
+ */
+#define KEPT_COOKIE ((off_t)1 << 62)
+
+static void
+take_kept(struct handle *h)
+{
+	struct dent *d, *nd;
+	size_t nk = pend_list_kept(h->node->queue, h->node->part, &d), i;
+
+	h->kept_at = h->ndents;
+	if (nk == 0 ||
+	    !(nd = realloc(h->dents, (h->ndents + nk) * sizeof(*nd)))) {
+		for (i = 0; i < nk; i++)
+			free(d[i].name);
+		free(d);
+		return;
+	}
+	h->dents = nd;
+	memcpy(h->dents + h->ndents, d, nk * sizeof(*d));
+	h->ndents += nk;
+	free(d);
+}
+
 static void
 partdir_run(struct job *j, struct queen *q)
 {
@@ -295,10 +326,18 @@ partdir_run(struct job *j, struct queen *q)
 	char *buf = malloc(dj->size);
 	size_t at = 0, used;
 	int64_t from = dj->off <= 2 ? 1 : dj->off - 1;
+	bool ended = dj->off >= KEPT_COOKIE; /* the log is listed */
 
 	if (!buf) {
 		j->rc = -ENOMEM;
 		return;
+	}
+	if (dj->off <= 2 && dj->h->kept_at) {
+		/* listed again from the start (rewinddir): the kept files
+		 * are taken again, those that landed meanwhile in the log */
+		while (dj->h->ndents > dj->h->kept_at)
+			free(dj->h->dents[--dj->h->ndents].name);
+		dj->h->kept_at = 0;
 	}
 	if (dj->off < 1 && (used = fill(j->req, buf, dj->size, at, ".",
 	    S_IFDIR, 1)))
@@ -306,11 +345,13 @@ partdir_run(struct job *j, struct queen *q)
 	if (dj->off < 2 && (used = fill(j->req, buf, dj->size, at, "..",
 	    S_IFDIR, 2)))
 		at += used;
-	for (bool more = true; more;) {
+	for (bool more = !ended; more;) {
 		int rc = queen_msg_read(q, n->queue, n->part, from, PAGE_MSGS,
 		    false, &b);
-		if (rc < 0 || !b || b->n == 0)
+		if (rc < 0 || !b || b->n == 0) {
+			ended = rc >= 0;
 			break;
+		}
 		for (size_t i = 0; i < b->n; i++) {
 			char nm[NAME_MAX_BYTES + 1];
 
@@ -330,6 +371,17 @@ partdir_run(struct job *j, struct queen *q)
 		}
 		queen_batch_free(b);
 		b = NULL;
+	}
+	if (ended && !dj->h->kept_at)
+		take_kept(dj->h);
+	for (size_t k =
+		 dj->off >= KEPT_COOKIE ? (size_t)(dj->off - KEPT_COOKIE) : 0;
+	     ended && dj->h->kept_at + k < dj->h->ndents; k++) {
+		if (!(used = fill(j->req, buf, dj->size, at,
+			  dj->h->dents[dj->h->kept_at + k].name, S_IFREG,
+			  KEPT_COOKIE + (off_t)k + 1)))
+			break;
+		at += used;
 	}
 	dj->buf = buf;
 	dj->len = at;

@@ -784,9 +784,16 @@ shadowed_by_newer(const struct pending *p)
 	return false;
 }
 
+/*
+ * The names of the attempts of a directory, for its listing.  changing:
+ * only those that will change what the store holds (written and not yet
+ * published, kept, or a staging dot-file), for a directory the store
+ * lists too; otherwise also those that wrote nothing (touch) and those
+ * published a moment ago.
+ */
 size_t
 pend_list(enum pend_what w, const char *queue, const char *part, int64_t now,
-    struct dent **out)
+    bool changing, struct dent **out)
 {
 	size_t n = 0, cap = 0, m = 0;
 	struct dent *d = NULL, *nd;
@@ -809,7 +816,10 @@ pend_list(enum pend_what w, const char *queue, const char *part, int64_t now,
 		newest = indexed ? nameset_add(&seen, p->name) :
 				   !shadowed_by_newer(p);
 		if ((p->refs == 0 && !alive(p, now)) ||
-		    (p->pushed && !alive(p, now)) || (p->kept && !newest))
+		    (p->pushed && !alive(p, now)) || (p->kept && !newest) ||
+		    (changing &&
+			(p->pushed || p->dead ||
+			    !(p->dirty || p->kept || is_staging(p)))))
 			continue;
 		if (n == cap) {
 			cap = cap ? cap * 2 : 8;
@@ -826,6 +836,54 @@ pend_list(enum pend_what w, const char *queue, const char *part, int64_t now,
 #undef OF_DIR
 	if (indexed)
 		nameset_free(&seen);
+	*out = d;
+	return n;
+}
+
+/*
+ * The names of the publishes into queue's part kept for the tick that
+ * were written there (in the table or behind a newer open), each once.
+ * The tick publishes them on the token holder, so on it each is either
+ * kept or in the partition's log, never both nor neither.
+ */
+size_t
+pend_list_kept(const char *queue, const char *part, struct dent **out)
+{
+	size_t n = 0, cap = 0, m = 0;
+	struct dent *d = NULL, *nd;
+	struct nameset seen;
+	struct pending *lists[2], *p;
+
+	pthread_mutex_lock(&fs_lock);
+	lists[0] = pends;
+	lists[1] = replaced;
+	for (int l = 0; l < 2; l++)
+		for (p = lists[l]; p; p = l ? p->snext : p->next)
+			m += p->kept;
+	if (m == 0 || nameset_init(&seen, m) < 0) {
+		pthread_mutex_unlock(&fs_lock);
+		*out = NULL;
+		return 0;
+	}
+	for (int l = 0; l < 2; l++)
+		for (p = lists[l]; p; p = l ? p->snext : p->next) {
+			if (!p->kept || p->what != PW_PUSH ||
+			    !same(p->queue, queue) || !same(p->part, part) ||
+			    !nameset_add(&seen, p->name))
+				continue;
+			if (n == cap) {
+				cap = cap ? cap * 2 : 8;
+				if (!(nd = realloc(d, cap * sizeof(*d))))
+					goto out;
+				d = nd;
+			}
+			d[n].type = S_IFREG;
+			if ((d[n].name = strdup(p->name)) != NULL)
+				n++;
+		}
+out:
+	pthread_mutex_unlock(&fs_lock);
+	nameset_free(&seen);
 	*out = d;
 	return n;
 }

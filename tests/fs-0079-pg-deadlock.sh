@@ -429,6 +429,41 @@ test_expect_success 'a rename onto a kept name is EPERM, and the kept bytes land
 	rm "$G/.r1" "$G/partitions/default/.r1"
 '
 
+# partitions/<p>/ lists the partition's log, then the files written
+# into it whose publish is kept: each once, while kept and after it
+# landed, also when ls reads the directory in several parts and when
+# Python lists it again through one descriptor (rewinddir).
+test_expect_success 'a kept file written into partitions/<p>/ is listed there, once' '
+	G=$TRASH/b/queues/kg &&
+	P=$G/partitions/default &&
+	before=$(stat_of "$G/stats" messages) &&
+	hold kg &&
+	echo p1 >"$P/p1" &&
+	kept_log kg/p1 &&
+	echo p2 >"$P/p2" &&
+	ls -A "$P" >names &&
+	test_is $((before + 2)) "$(wc -l <names)" "names while kept" &&
+	test_is 1 "$(grep -cx p1 names)" "p1 listed" &&
+	test_is 1 "$(grep -cx p2 names)" "p2 listed" &&
+	test_is p2 "$(cat "$P/p2")" "p2 while kept" &&
+	python3 - "$P" >py.out <<-\PYEOF &&
+	import os, sys
+	fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
+	with os.scandir(fd) as it:
+	    a = sorted(e.name for e in it)
+	with os.scandir(fd) as it:   # the same descriptor, from its start
+	    b = sorted(e.name for e in it)
+	print(len(a), len(set(a)), a == b, "p1" in a)
+	PYEOF
+	test_is "$((before + 2)) $((before + 2)) True True" "$(cat py.out)" "scandir twice" &&
+	unhold kg &&
+	settled &&
+	ls -A "$P" >names &&
+	test_is $((before + 2)) "$(wc -l <names)" "names after" &&
+	test_is 1 "$(grep -cx p2 names)" "p2 listed once after" &&
+	landed_before "$G" p1 p2
+'
+
 # Readers that walk a tree (grep -r, cp -r, tar) see a kept file as it
 # will land, and take nothing: no pop, no publish out of its turn.
 test_expect_success 'grep -r, cp -r and tar over a queue with kept files' '
