@@ -112,6 +112,8 @@ struct pending {
 	bool lost;           /* its kept bytes could not be handed over */
 	off_t kept_off;      /* where its bytes start in it */
 	unsigned publishing; /* its pushes submitted and not yet answered */
+	bool gated;          /* its publish ran into kept ones ahead: it is
+	                      * kept once its batch settles (token holder) */
 	int64_t mtime;      /* last write or push, ms */
 	int64_t due_at;     /* timers: when to fire (0: the queue's delay) */
 	int64_t ttl_ms;     /* kv: from user.queen.ttl before the put */

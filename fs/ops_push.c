@@ -84,6 +84,10 @@ push_run(struct job *j, struct queen *q)
 	/* a release's publish waits behind those kept for its partition
 	 * (it is kept too, and the tick publishes them in their order) */
 	if (pj->h && kept_ahead(j)) {
+		/* a listing later in this batch counts it as kept */
+		pthread_mutex_lock(&fs_lock);
+		pj->pe->gated = true;
+		pthread_mutex_unlock(&fs_lock);
 		j->rc = -EAGAIN;
 		return;
 	}

@@ -380,6 +380,7 @@ pend_kept(struct pending *p)
 {
 	pthread_mutex_lock(&fs_lock);
 	p->kept = true;
+	p->gated = false;
 	p->refs++;
 	pthread_mutex_unlock(&fs_lock);
 }
@@ -785,11 +786,11 @@ shadowed_by_newer(const struct pending *p)
 }
 
 /*
- * The names of the attempts of a directory, for its listing.  changing:
- * only those that will change what the store holds (written and not yet
- * published, kept, or a staging dot-file), for a directory the store
- * lists too; otherwise also those that wrote nothing (touch) and those
- * published a moment ago.
+ * The names of the attempts of a directory, for its listing, each once.
+ * changing: only those that will change what the store holds (written
+ * and not yet published, being published, kept, or a staging
+ * dot-file), for a directory the store lists too; otherwise also those
+ * that wrote nothing (touch) and those published a moment ago.
  */
 size_t
 pend_list(enum pend_what w, const char *queue, const char *part, int64_t now,
@@ -803,23 +804,22 @@ pend_list(enum pend_what w, const char *queue, const char *part, int64_t now,
 #define OF_DIR(p) \
 	((p)->what == w && same((p)->queue, queue) && same((p)->part, part))
 	pthread_mutex_lock(&fs_lock);
-	/* the names met so far: a kept attempt behind a newer one of its
-	 * name is not listed (the newer is); one pass, not one per kept */
+	/* the names listed so far: each once, the newest of those listed
+	 * (a kept attempt behind a newer open is not, the newer is); one
+	 * pass, not one per kept attempt */
 	for (struct pending *p = pends; p; p = p->next)
 		m += OF_DIR(p);
 	indexed = nameset_init(&seen, m) == 0;
 	for (struct pending *p = pends; p; p = p->next) {
-		bool newest;
-
-		if (!OF_DIR(p))
-			continue;
-		newest = indexed ? nameset_add(&seen, p->name) :
-				   !shadowed_by_newer(p);
-		if ((p->refs == 0 && !alive(p, now)) ||
-		    (p->pushed && !alive(p, now)) || (p->kept && !newest) ||
+		if (!OF_DIR(p) || (p->refs == 0 && !alive(p, now)) ||
+		    (p->pushed && !alive(p, now)) ||
 		    (changing &&
 			(p->pushed || p->dead ||
-			    !(p->dirty || p->kept || is_staging(p)))))
+			    !(p->dirty || p->kept || p->publishing > 0 ||
+				is_staging(p)))))
+			continue;
+		if (indexed ? !nameset_add(&seen, p->name) :
+			      (p->kept && shadowed_by_newer(p)))
 			continue;
 		if (n == cap) {
 			cap = cap ? cap * 2 : 8;
@@ -842,9 +842,11 @@ pend_list(enum pend_what w, const char *queue, const char *part, int64_t now,
 
 /*
  * The names of the publishes into queue's part kept for the tick that
- * were written there (in the table or behind a newer open), each once.
- * The tick publishes them on the token holder, so on it each is either
- * kept or in the partition's log, never both nor neither.
+ * were written there (in the table or behind a newer open), each once,
+ * and of those that ran into kept ones in the batch under way (kept
+ * when it settles).  The tick publishes them on the token holder, so on
+ * it each is either kept or in the partition's log, never both nor
+ * neither.
  */
 size_t
 pend_list_kept(const char *queue, const char *part, struct dent **out)
@@ -857,9 +859,10 @@ pend_list_kept(const char *queue, const char *part, struct dent **out)
 	pthread_mutex_lock(&fs_lock);
 	lists[0] = pends;
 	lists[1] = replaced;
+#define KEPT(p) ((p)->kept || ((p)->gated && (p)->publishing > 0))
 	for (int l = 0; l < 2; l++)
 		for (p = lists[l]; p; p = l ? p->snext : p->next)
-			m += p->kept;
+			m += KEPT(p);
 	if (m == 0 || nameset_init(&seen, m) < 0) {
 		pthread_mutex_unlock(&fs_lock);
 		*out = NULL;
@@ -867,7 +870,7 @@ pend_list_kept(const char *queue, const char *part, struct dent **out)
 	}
 	for (int l = 0; l < 2; l++)
 		for (p = lists[l]; p; p = l ? p->snext : p->next) {
-			if (!p->kept || p->what != PW_PUSH ||
+			if (!KEPT(p) || p->what != PW_PUSH ||
 			    !same(p->queue, queue) || !same(p->part, part) ||
 			    !nameset_add(&seen, p->name))
 				continue;
@@ -882,6 +885,7 @@ pend_list_kept(const char *queue, const char *part, struct dent **out)
 				n++;
 		}
 out:
+#undef KEPT
 	pthread_mutex_unlock(&fs_lock);
 	nameset_free(&seen);
 	*out = d;

@@ -522,6 +522,9 @@ test_expect_success 'a kept KV put reads back, and rm and a ttl wait for it' '
 	echo v2 >"$K/k" &&
 	kept_log cfg/k &&
 	test_is v2 "$(cat "$K/k")" "the key while its put is kept" &&
+	touch "$K/k" &&
+	test_is 1 "$(ls "$K" | grep -cx k)" "k listed once after a touch" &&
+	test_is v2 "$(cat "$K/k")" "the key after a touch" &&
 	echo unlink:EPERM >expect &&
 	sysc unlink "$K/k" >actual &&
 	test_cmp expect actual &&
@@ -534,6 +537,29 @@ test_expect_success 'a kept KV put reads back, and rm and a ttl wait for it' '
 	test_is v2 "$(cat "$MNT/kv/cfg/k")" "the key after the put landed" &&
 	rm "$K/k" &&
 	test_path_is_missing "$MNT/kv/cfg/k"
+'
+
+# A new key whose put is kept (psql's own insert of it waits
+# uncommitted): the store does not list it yet, the mount does, and
+# goes on listing it, once, while the key is open again without being
+# written (touch, a descriptor open to append).  It lands once the row
+# is free, over psql's.
+test_expect_success 'a new key kept: listed once, also while open unwritten' '
+	K=$TRASH/b/kv/cfg &&
+	hold cfg "INSERT INTO kv VALUES ('\''cfg'\'', '\''nk'\'', '\''\\x00'\''::bytea, 1, 0, 0)" &&
+	echo nv >"$K/nk" &&
+	kept_log cfg/nk &&
+	test_is 1 "$(ls "$K" | grep -cx nk)" "nk listed while kept" &&
+	touch "$K/nk" &&
+	test_is 1 "$(ls "$K" | grep -cx nk)" "nk listed after a touch" &&
+	exec 6>>"$K/nk" &&
+	test_is 1 "$(ls "$K" | grep -cx nk)" "nk listed, open to append" &&
+	exec 6>&- &&
+	test_is nv "$(cat "$K/nk")" "nk while kept" &&
+	unhold cfg &&
+	settled &&
+	test_is nv "$(cat "$MNT/kv/cfg/nk")" "nk after" &&
+	rm "$K/nk"
 '
 
 # The key opened again while its put was still being tried: the newer
@@ -583,9 +609,13 @@ test_expect_success 'rm of a key whose put is being retried waits, then is EPERM
 
 # A timer written again while its row is held elsewhere: the write is
 # kept, reads back, and rm and touch (which would cancel or move the
-# timer the kept write then puts back) are EPERM until it lands.
+# timer the kept write then puts back) are EPERM until it lands.  The
+# write carries no time, so it is due timer_delay after it: an hour,
+# so that it has not fired when the test reads it back.
 test_expect_success 'a kept timer write reads back, and rm and touch wait for it' '
 	T=$TRASH/b/queues/kg/timers &&
+	printf "lease_time = 300\nwait = 0\ntimer_delay = 3600\n" \
+	    >"$MNT/queues/kg/config" &&
 	echo old >"$MNT/queues/kg/timers/t1" &&
 	touch -d "+1 hour" "$MNT/queues/kg/timers/t1" &&
 	hold t1 "SELECT 1 FROM timers WHERE key = '\''t1'\'' FOR UPDATE" &&
