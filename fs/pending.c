@@ -792,48 +792,76 @@ shadowed_by_newer(const struct pending *p)
  * dot-file), for a directory the store lists too; otherwise also those
  * that wrote nothing (touch) and those published a moment ago.
  */
+/* Whether p is one of a directory's attempts to list (see pend_list). */
+static bool
+listable(const struct pending *p, enum pend_what w, const char *queue,
+    const char *part, int64_t now, bool changing)
+{
+	if (p->what != w || !same(p->queue, queue) || !same(p->part, part) ||
+	    (p->refs == 0 && !alive(p, now)) || (p->pushed && !alive(p, now)))
+		return false;
+	return !changing ||
+	    (!p->pushed && !p->dead &&
+		(p->dirty || p->kept || p->publishing > 0 || is_staging(p)));
+}
+
+/* Appends name to d (n of cap); false when out of memory. */
+static bool
+dent_add(struct dent **d, size_t *n, size_t *cap, const char *name)
+{
+	struct dent *nd;
+
+	if (*n == *cap) {
+		*cap = *cap ? *cap * 2 : 8;
+		if (!(nd = realloc(*d, *cap * sizeof(*nd))))
+			return false;
+		*d = nd;
+	}
+	(*d)[*n].type = S_IFREG;
+	if (((*d)[*n].name = strdup(name)) != NULL)
+		(*n)++;
+	return true;
+}
+
 size_t
 pend_list(enum pend_what w, const char *queue, const char *part, int64_t now,
     bool changing, struct dent **out)
 {
 	size_t n = 0, cap = 0, m = 0;
-	struct dent *d = NULL, *nd;
+	struct dent *d = NULL;
 	struct nameset seen;
+	struct pending *p;
 	bool indexed;
 
-#define OF_DIR(p) \
-	((p)->what == w && same((p)->queue, queue) && same((p)->part, part))
 	pthread_mutex_lock(&fs_lock);
-	/* the names listed so far: each once, the newest of those listed
-	 * (a kept attempt behind a newer open is not, the newer is); one
-	 * pass, not one per kept attempt */
-	for (struct pending *p = pends; p; p = p->next)
-		m += OF_DIR(p);
+	/* each name once, the newest of those listed (a kept attempt
+	 * behind a newer open is not, the newer is); one pass, not one
+	 * per kept attempt */
+	for (p = pends; p; p = p->next)
+		m++;
+	for (p = replaced; p; p = p->snext)
+		m++;
 	indexed = nameset_init(&seen, m) == 0;
-	for (struct pending *p = pends; p; p = p->next) {
-		if (!OF_DIR(p) || (p->refs == 0 && !alive(p, now)) ||
-		    (p->pushed && !alive(p, now)) ||
-		    (changing &&
-			(p->pushed || p->dead ||
-			    !(p->dirty || p->kept || p->publishing > 0 ||
-				is_staging(p)))))
+	for (p = pends; p; p = p->next) {
+		if (!listable(p, w, queue, part, now, changing))
 			continue;
 		if (indexed ? !nameset_add(&seen, p->name) :
 			      (p->kept && shadowed_by_newer(p)))
 			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 8;
-			if (!(nd = realloc(d, cap * sizeof(*d))))
-				break;
-			d = nd;
-		}
-		d[n].name = strdup(p->name);
-		d[n].type = S_IFREG;
-		if (d[n].name)
-			n++;
+		if (!dent_add(&d, &n, &cap, p->name))
+			break;
+	}
+	/* then those a newer open moved out of the table while they were
+	 * being published, and that were kept since, if nothing newer of
+	 * their name is listed */
+	for (p = indexed ? replaced : NULL; p; p = p->snext) {
+		if (!p->kept || !listable(p, w, queue, part, now, changing) ||
+		    !nameset_add(&seen, p->name))
+			continue;
+		if (!dent_add(&d, &n, &cap, p->name))
+			break;
 	}
 	pthread_mutex_unlock(&fs_lock);
-#undef OF_DIR
 	if (indexed)
 		nameset_free(&seen);
 	*out = d;
@@ -859,7 +887,7 @@ pend_list_kept(const char *queue, const char *part, struct dent **out)
 	pthread_mutex_lock(&fs_lock);
 	lists[0] = pends;
 	lists[1] = replaced;
-#define KEPT(p) ((p)->kept || ((p)->gated && (p)->publishing > 0))
+#define KEPT(p) ((p)->kept || ((p)->gated && (p)->publishing > 0 && !(p)->dead))
 	for (int l = 0; l < 2; l++)
 		for (p = lists[l]; p; p = l ? p->snext : p->next)
 			m += KEPT(p);

@@ -562,6 +562,25 @@ test_expect_success 'a new key kept: listed once, also while open unwritten' '
 	rm "$K/nk"
 '
 
+# The same with the key opened again (to append) right after the
+# close, while its put may still be tried: whether the open takes the
+# name from the put or waits for it, the put, once kept, is listed
+# once, and reads back.
+test_expect_success 'a new key opened again while its put is tried: listed once when kept' '
+	K=$TRASH/b/kv/cfg &&
+	hold cfg "INSERT INTO kv VALUES ('\''cfg'\'', '\''nk2'\'', '\''\\x00'\''::bytea, 1, 0, 0)" &&
+	echo nv2 >"$K/nk2" &&
+	exec 6>>"$K/nk2" &&
+	kept_log cfg/nk2 &&
+	test_is 1 "$(ls "$K" | grep -cx nk2)" "nk2 listed while kept" &&
+	exec 6>&- &&
+	test_is nv2 "$(cat "$K/nk2")" "nk2 while kept" &&
+	unhold cfg &&
+	settled &&
+	test_is nv2 "$(cat "$MNT/kv/cfg/nk2")" "nk2 after" &&
+	rm "$K/nk2"
+'
+
 # The key opened again while its put was still being tried: the newer
 # open takes the name, and the put, kept, waits behind it out of the
 # table.  rm is EPERM and changes nothing: on the code before, it
