@@ -880,7 +880,7 @@ size_t
 pend_list_kept(const char *queue, const char *part, struct dent **out)
 {
 	size_t n = 0, cap = 0, m = 0;
-	struct dent *d = NULL, *nd;
+	struct dent *d = NULL;
 	struct nameset seen;
 	struct pending *lists[2], *p;
 
@@ -902,15 +902,8 @@ pend_list_kept(const char *queue, const char *part, struct dent **out)
 			    !same(p->queue, queue) || !same(p->part, part) ||
 			    !nameset_add(&seen, p->name))
 				continue;
-			if (n == cap) {
-				cap = cap ? cap * 2 : 8;
-				if (!(nd = realloc(d, cap * sizeof(*d))))
-					goto out;
-				d = nd;
-			}
-			d[n].type = S_IFREG;
-			if ((d[n].name = strdup(p->name)) != NULL)
-				n++;
+			if (!dent_add(&d, &n, &cap, p->name))
+				goto out;
 		}
 out:
 #undef KEPT

@@ -95,6 +95,12 @@ keep () {
 	hold "$1" && echo "$2" >"$TRASH/b/queues/$1/$2" && kept_log "$1/$2"
 }
 
+# hold_new_key KEY: psql inserts cfg/KEY and holds it uncommitted, so
+# a put of the new key waits for it (the store does not list it yet)
+hold_new_key () {
+	hold cfg "INSERT INTO kv VALUES ('cfg', '$1', '\\x00'::bytea, 1, 0, 0)"
+}
+
 # settled [MOUNT]: wait until MOUNT (b) has nothing staged
 settled () {
 	wait_until 20 "test \"\$(stat_of \"$TRASH/${1:-b}/sys/stats\" staged)\" = 0"
@@ -546,7 +552,7 @@ test_expect_success 'a kept KV put reads back, and rm and a ttl wait for it' '
 # is free, over psql's.
 test_expect_success 'a new key kept: listed once, also while open unwritten' '
 	K=$TRASH/b/kv/cfg &&
-	hold cfg "INSERT INTO kv VALUES ('\''cfg'\'', '\''nk'\'', '\''\\x00'\''::bytea, 1, 0, 0)" &&
+	hold_new_key nk &&
 	echo nv >"$K/nk" &&
 	kept_log cfg/nk &&
 	test_is 1 "$(ls "$K" | grep -cx nk)" "nk listed while kept" &&
@@ -568,7 +574,7 @@ test_expect_success 'a new key kept: listed once, also while open unwritten' '
 # once, and reads back.
 test_expect_success 'a new key opened again while its put is tried: listed once when kept' '
 	K=$TRASH/b/kv/cfg &&
-	hold cfg "INSERT INTO kv VALUES ('\''cfg'\'', '\''nk2'\'', '\''\\x00'\''::bytea, 1, 0, 0)" &&
+	hold_new_key nk2 &&
 	echo nv2 >"$K/nk2" &&
 	exec 6>>"$K/nk2" &&
 	kept_log cfg/nk2 &&
