@@ -367,6 +367,14 @@ struct store_ops {
 	/* brief: the next transaction waits only briefly for a row another
 	 * session holds (NULL: ignored) */
 	void (*set_brief)(struct store *st, bool brief);
+	/* redo: the caller runs the next transaction again if its commit
+	 * fails with -EBUSY (QUEEN_BATCH_REDO; NULL: ignored) */
+	void (*set_redo)(struct store *st, bool redo);
+	/* optional: a push is about to change p as it was read.  A store
+	 * that read it without a lock (set_redo) makes sure, with the
+	 * writes, that it is still so, and fails the transaction with
+	 * -EBUSY at its commit if it is not; else a no-op */
+	int (*part_claim)(struct store *st, const struct part_row *p);
 	/* make every commit so far durable; unlike the rest, may run on a
 	 * second thread while the store is in use (NULL: commits at the
 	 * durable level are durable by themselves).  -ENOTCONN: the
@@ -384,6 +392,8 @@ struct store_ops {
 	    uint64_t *in_writer);
 	/* optional: how many times the store waited for its server */
 	uint64_t (*round_trips)(struct store *st);
+	/* optional: part_claim's checks sent, and those that failed */
+	void (*claims)(struct store *st, uint64_t *claims, uint64_t *lost);
 	/* optional: drop the rows read ahead (queen_forget_reads) */
 	void (*forget_reads)(struct store *st);
 	/* other handles read what this one commits before a sync makes it

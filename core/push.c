@@ -22,6 +22,7 @@ struct pushctx {
 	bool have;
 	bool dirty;
 	bool woken;
+	bool claimed;   /* part_claim was called for p */
 	size_t fetched; /* items up to here were prefetched */
 	/* the dedup hashes of the items hk .. hk + hn - 1 (in the loop's
 	 * order): made once, for the store's look-ahead, its prefetch and
@@ -39,6 +40,21 @@ flush_part(struct queen *q, struct pushctx *c)
 		rc = q->ops->part_update(q->st, &c->p);
 	c->dirty = false;
 	return rc;
+}
+
+/*
+ * Before the first change of c's partition: a store that read its row
+ * without locking it checks, with the writes, that it is still as read.
+ * Between part_load and here the loop reads only hash rows, never the
+ * partition's row again: c->p is the row the claim checks.
+ */
+static int
+claim_part(struct queen *q, struct pushctx *c)
+{
+	if (c->claimed || !q->ops->part_claim)
+		return 0;
+	c->claimed = true;
+	return q->ops->part_claim(q->st, &c->p);
 }
 
 /* an item's partition, as the loop names it */
@@ -126,6 +142,7 @@ select_part(struct queen *q, struct pushctx *c,
 	if ((rc = part_load(q, &c->qr, partition, true, &c->p)) != 0)
 		return rc;
 	c->have = true;
+	c->claimed = false;
 	return 0;
 }
 
@@ -277,6 +294,8 @@ push_run(struct queen *q, const struct queen_push_item *items, size_t n,
 		item_hash(&c, k, it, r, &h);
 		rc = nodedup ? -ENOENT : find_dup(q, &c.qr.conf, &c.p, &h, now,
 		    &off);
+		if (rc == 0 && (rc = claim_part(q, &c)) != 0)
+			break;
 		if (rc == 0) {
 			r->status = QUEEN_PUSH_DUPLICATE;
 			r->offset = off;
@@ -307,6 +326,8 @@ push_run(struct queen *q, const struct queen_push_item *items, size_t n,
 		}
 		/* before the append: on a server both go out with the
 		 * next statement, and the appends after it then go as one */
+		if ((rc = claim_part(q, &c)) != 0)
+			break;
 		if (!c.woken) {
 			/* announced only when a group had read the partition
 			 * to its end (or it held nothing): a reader waits for

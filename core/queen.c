@@ -296,15 +296,20 @@ queen_batch_begin(struct queen *q, enum queen_batch_flags flags)
 	int rc;
 
 	if (flags &
-	    ~(QUEEN_BATCH_LAZY | QUEEN_BATCH_DEFERRED | QUEEN_BATCH_BRIEF))
+	    ~(QUEEN_BATCH_LAZY | QUEEN_BATCH_DEFERRED | QUEEN_BATCH_BRIEF |
+		QUEEN_BATCH_REDO))
 		return queen_err(q, -EINVAL, "unknown batch flags %#x",
 		    (unsigned)flags);
 	if (q->ops->set_brief)
 		q->ops->set_brief(q->st, (flags & QUEEN_BATCH_BRIEF) != 0);
+	if (q->ops->set_redo)
+		q->ops->set_redo(q->st, (flags & QUEEN_BATCH_REDO) != 0);
 	rc = batch_begin(q, !(flags & QUEEN_BATCH_LAZY),
 	    (flags & QUEEN_BATCH_DEFERRED) != 0);
 	if (rc != 0 && q->ops->set_brief)
 		q->ops->set_brief(q->st, false);
+	if (rc != 0 && q->ops->set_redo)
+		q->ops->set_redo(q->st, false);
 	return rc;
 }
 
@@ -374,6 +379,14 @@ queen_hash_stats(struct queen *q, struct queen_hash_stats *out)
 	memset(out, 0, sizeof(*out));
 	if (q->ops->hashes)
 		q->ops->hashes(q->st, out);
+}
+
+void
+queen_claims(struct queen *q, uint64_t *claims, uint64_t *lost)
+{
+	*claims = *lost = 0;
+	if (q->ops->claims)
+		q->ops->claims(q->st, claims, lost);
 }
 
 uint64_t

@@ -142,6 +142,15 @@ enum queen_batch_flags {
 	 * row another session can hold, and ignores it.
 	 */
 	QUEEN_BATCH_BRIEF = 1 << 2,
+	/*
+	 * The caller runs the whole batch again, once, if its commit
+	 * fails with -EBUSY.  A store may then read a row it will change
+	 * without locking it, and check at the commit that no one else
+	 * changed it meanwhile (-EBUSY if someone did), so that the row is
+	 * not held while the client and the server talk: on a server
+	 * (PostgreSQL), a push's partition.  SQLite ignores it.
+	 */
+	QUEEN_BATCH_REDO = 1 << 3,
 };
 /*
  * queen_batch_begin - open a batch; flags 0 for one whose commit waits

@@ -71,6 +71,13 @@ void queen_hash_stats(struct queen *q, struct queen_hash_stats *out);
  */
 uint64_t queen_round_trips(struct queen *q);
 /*
+ * queen_claims - how many pushes of a QUEEN_BATCH_REDO batch read their
+ * partition without a lock and claimed it with their writes since open
+ * (*claims), and how many of those batches then failed because another
+ * session had changed the row (*lost); 0 on SQLite.
+ */
+void queen_claims(struct queen *q, uint64_t *claims, uint64_t *lost);
+/*
  * queen_forget_reads - drop what the store read ahead for the calls to
  * come (PostgreSQL: rows it answers from for up to a millisecond), so
  * that the next call sees what another handle of this process has

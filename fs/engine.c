@@ -848,7 +848,7 @@ run_batch(struct job *list)
 	struct queen *q = E.q;
 	char why[256];
 	bool failed = queen_failed(q, why, sizeof(why)), durable = false;
-	bool writes = false;
+	bool writes = false, again_ok = true;
 	int brc, crc = 0;
 	uint64_t n = 0, ticket = 0;
 	struct job *j, *nx, *later = NULL, **lt = &later;
@@ -863,13 +863,19 @@ run_batch(struct job *list)
 	for (j = list; j; j = j->next) {
 		durable = durable || (j->write && !j->lazy);
 		writes = writes || j->write;
+		/* each job will run again if the commit fails with EBUSY,
+		 * and it is the first time for each: the store may then
+		 * check rows at the commit rather than lock them as read */
+		again_ok = again_ok && j->redo && j->tries == 0;
 	}
 	if (!writes)
 		brc = 1;
 	else if (durable)
-		brc = queen_batch_begin(q, QUEEN_BATCH_DEFERRED);
+		brc = queen_batch_begin(q,
+		    QUEEN_BATCH_DEFERRED | (again_ok ? QUEEN_BATCH_REDO : 0));
 	else
-		brc = queen_batch_begin(q, QUEEN_BATCH_LAZY);
+		brc = queen_batch_begin(q,
+		    QUEEN_BATCH_LAZY | (again_ok ? QUEEN_BATCH_REDO : 0));
 
 	for (j = list; j; j = nx) {
 		size_t k = 1;

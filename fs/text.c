@@ -198,7 +198,7 @@ text_sys_stats(struct queen *q, struct cred *who, char **out, size_t *len)
 {
 	struct sum s = { .q = q, .c = who };
 	struct engine_counters c;
-	uint64_t beside, in_writer, staged, stage_syncs;
+	uint64_t beside, in_writer, staged, stage_syncs, claims, claims_lost;
 	struct queen_hash_stats hs;
 	struct queen_event_counts ev;
 	size_t nodes;
@@ -253,11 +253,14 @@ text_sys_stats(struct queen *q, struct cred *who, char **out, size_t *len)
 	    (unsigned long long)c.retries,
 	    (unsigned long long)engine_reader_round_trips());
 	stage_counts(&staged, &stage_syncs);
+	queen_claims(q, &claims, &claims_lost);
 	fprintf(f,
 	    "staged = %llu\nstage_syncs = %llu\npublish_holds = %llu\n"
-	    "publish_redos = %llu\n",
+	    "publish_redos = %llu\npg_push_claims = %llu\n"
+	    "pg_push_claims_lost = %llu\n",
 	    (unsigned long long)staged, (unsigned long long)stage_syncs,
-	    (unsigned long long)c.holds, (unsigned long long)c.redos);
+	    (unsigned long long)c.holds, (unsigned long long)c.redos,
+	    (unsigned long long)claims, (unsigned long long)claims_lost);
 	return close_text(f, out, len, rc < 0 ? rc : 0);
 }
 
@@ -354,7 +357,7 @@ text_metrics(struct queen *q, struct cred *who, char **out, size_t *len)
 {
 	struct rows rs = { .q = q, .c = who };
 	struct engine_counters c;
-	uint64_t beside, in_writer, staged, stage_syncs;
+	uint64_t beside, in_writer, staged, stage_syncs, claims, claims_lost;
 	struct queen_hash_stats hs;
 	size_t nodes;
 	FILE *f;
@@ -401,6 +404,15 @@ text_metrics(struct queen *q, struct cred *who, char **out, size_t *len)
 	    "Publishes run again at once after a deadlock or a "
 	    "serialization failure rolled them back.",
 	    c.redos);
+	queen_claims(q, &claims, &claims_lost);
+	counter(f, "queenfs_pg_push_claims_total", "counter",
+	    "Pushes that read their partition unlocked and claimed it "
+	    "with their writes.",
+	    claims);
+	counter(f, "queenfs_pg_push_claims_lost_total", "counter",
+	    "Batches whose claim failed (another session had changed "
+	    "the partition, or held it too long).",
+	    claims_lost);
 	stage_counts(&staged, &stage_syncs);
 	counter(f, "queenfs_staged", "gauge",
 	    "Pushes close() confirmed "

@@ -668,6 +668,40 @@ test_expect_success 'a kept timer write reads back, and rm and touch wait for it
 	test_path_is_missing "$MNT/queues/kg/timers/t1"
 '
 
+# Two mounts push into one partition while psql holds its row: each
+# publish reads the row unlocked and waits only in the round trip of
+# its COMMIT, where its claim asks for the row.  Once psql lets go, one
+# claim wins; the other finds the row changed, its batch fails as a
+# serialization failure and runs again, and both files land once.
+test_expect_success 'two mounts claim one partition: the loser runs again and lands' '
+	C=$MNT/queues/cl &&
+	mkdir "$C" &&
+	echo c0 >"$C/c0" &&
+	mount_extra c --db "$(pg_uri "$SCHEMA")" &&
+	l0=$(stat_of "$MNT/sys/stats" pg_push_claims_lost) &&
+	l1=$(stat_of "$TRASH/c/sys/stats" pg_push_claims_lost) &&
+	c0=$(stat_of "$MNT/sys/stats" pg_push_claims) &&
+	hold cl &&
+	echo a >"$C/a" &&
+	echo c >"$TRASH/c/queues/cl/c" &&
+	wait_until 20 "test \"\$(lock_waits)\" -ge 2" &&
+	unhold cl &&
+	settled "${MNT##*/}" && settled c &&
+	test_is "a c c0" "$(ls "$C/partitions/default" | sort | tr "\n" " " |
+	    sed "s/ $//")" "the partition" &&
+	test_is 3 "$(stat_of "$C/stats" messages)" "messages" &&
+	test "$(stat_of "$MNT/sys/stats" pg_push_claims)" -gt "$c0" &&
+	n=$(( $(stat_of "$MNT/sys/stats" pg_push_claims_lost) - l0 +
+	    $(stat_of "$TRASH/c/sys/stats" pg_push_claims_lost) - l1 )) &&
+	test_is 1 "$n" "claims lost" &&
+	cat "$DAEMON_LOG" "$TRASH/c.log" >both.log &&
+	grep -q "changed since this push read it" both.log &&
+	o1=$(getfattr --only-values -n user.queen.offset "$C/partitions/default/a") &&
+	o2=$(getfattr --only-values -n user.queen.offset "$C/partitions/default/c") &&
+	test_is "2 3" "$(printf "%s\n%s\n" "$o1" "$o2" | sort -n | tr "\n" " " |
+	    sed "s/ $//")" "the offsets"
+'
+
 # The gate for a user who is not the mount's owner: a daemon mounted
 # with allow_other,default_permissions, a queue uid 4242 made 0700.  The
 # user's publishes kept and gated behind each other read back to the
@@ -675,6 +709,7 @@ test_expect_success 'a kept timer write reads back, and rm and touch wait for it
 # user pops them (one pushed before the hold makes the partition's row).
 U1=4242
 U2=4243
+
 if test "$(id -u)" = 0 && command -v setpriv >/dev/null 2>&1; then
 	test_set_prereq SETPRIV
 fi

@@ -904,6 +904,8 @@ test_migrate(void)
 		   "WHERE lease_id IS NOT NULL; "
 		   "ALTER TABLE cursors DROP COLUMN ready_slot; "
 		   "DROP TABLE queen_flush; "
+		   "DROP FUNCTION queen_part_claim(bigint, bigint, bigint, "
+		   "bigint, bigint, bigint); "
 		   "ALTER TABLE cursors RESET (fillfactor); "
 		   "CREATE INDEX cursors_ready ON cursors "
 		   "(group_id, next_at, partition_id); "
@@ -911,8 +913,14 @@ test_migrate(void)
 	    0, "migrate: the schema made a version 2 one");
 	queen_close(q);
 	q = fix_reopen(&f);
-	is_int((int)sql_value(&f, "SELECT version FROM queen_meta"), 6,
-	    "migrate: version 6 after the open");
+	is_int((int)sql_value(&f, "SELECT version FROM queen_meta"), 7,
+	    "migrate: version 7 after the open");
+	/* version 7: a push's claim of its partition */
+	is_int((int)sql_value(&f,
+		   "SELECT count(*) FROM pg_proc WHERE proname = "
+		   "'queen_part_claim' AND pronamespace = "
+		   "current_schema()::regnamespace"),
+	    1, "migrate: queen_part_claim is there");
 	/* version 5: the ready index holds next_at's 10 ms slot */
 	is_int((int)sql_value(&f,
 		   "SELECT count(*) FROM pg_indexes WHERE "
@@ -3302,6 +3310,113 @@ test_lease_lookup(void)
 	fix_close(&f);
 }
 
+/*
+ * A batch its caller runs again (QUEEN_BATCH_REDO) reads a push's
+ * partition without locking it and claims it with its writes, so that
+ * another session pushing there meanwhile is not held up.  If that one
+ * changed the row, the commit fails with -EBUSY and nothing of the
+ * batch is kept; run again, it reads the row locked and lands behind,
+ * and a transactionId the other pushed meanwhile is then a duplicate.
+ */
+static void
+test_push_claim(void)
+{
+	struct fix f;
+	struct queen *a = fix_open(&f, "pgm-claim");
+	/* on the code before, b waited for a's lock: 500 ms, then -EBUSY */
+	struct queen *b = open_with(&f, NULL, "lock_timeout%3D500");
+	struct queen_push_item it[2];
+	struct queen_push_result res[2];
+	bool dup = false;
+	int64_t rc;
+
+	is_int(push1(a, Q, "p", "m1", "x"), 1, "claim: push m1");
+	cfg(a, Q, NULL, "dedup_window", "600");
+
+	/* no one else: the claim holds, and the commit keeps the push */
+	is_int(queen_batch_begin(a, QUEEN_BATCH_REDO), 0,
+	    "claim: a opens a batch it would run again");
+	is_int(push1(a, Q, "p", "a1", "x"), 2, "claim: a pushes a1 in it");
+	is_int(push1(a, Q, "p", "a2", "x"), 3, "claim: and a2, read again");
+	is_int(queen_batch_commit(a), 0, "claim: a commits");
+	is_int(tail_of(b, Q, "p"), 3, "claim: b sees both");
+
+	/* b pushes while a's batch is open: b does not wait */
+	is_int(queen_batch_begin(a, QUEEN_BATCH_REDO), 0,
+	    "claim: a opens another");
+	is_int(push1(a, Q, "p", "a3", "x"), 4, "claim: a pushes a3 as 4");
+	rc = push1(b, Q, "p", "b1", "x");
+	is_int(rc, 4, "claim: b pushes b1 as 4 meanwhile, not held up (%s)",
+	    rc < 0 ? queen_errmsg(b) : "ok");
+	rc = queen_batch_commit(a);
+	is_int(rc, -EBUSY, "claim: a's commit fails: the row changed");
+	ok(strstr(queen_errmsg(a), "changed since this push read it") != NULL,
+	    "claim: and says why (%s)", queen_errmsg(a));
+	queen_batch_rollback(a);
+	is_int(tail_of(b, Q, "p"), 4, "claim: nothing of a's batch is kept");
+
+	/* run again: the partition is read locked now, as it is for the
+	 * next second (a claim of it failed): b waits, then times out */
+	is_int(queen_batch_begin(a, QUEEN_BATCH_REDO), 0, "claim: a again");
+	is_int(push1(a, Q, "p", "a3", "x"), 5, "claim: a3 lands as 5");
+	is_int(push1(b, Q, "p", "b2", "x"), -EBUSY,
+	    "claim: b waits for the row a read locked, and times out");
+	is_int(queen_batch_commit(a), 0, "claim: and commits");
+
+	/* a duplicate changes the row's count of them only: a claim
+	 * checks every column it would write, not the tail alone */
+	is_int(push1(a, Q, "s", "s1", "x"), 1, "claim: push s1 into s");
+	is_int(queen_batch_begin(a, QUEEN_BATCH_REDO), 0,
+	    "claim: a opens a batch");
+	is_int(push1(a, Q, "s", "s2", "x"), 2, "claim: a pushes s2");
+	is_int(push_ex(b, Q, "s", "s1", "x", false, &dup), 1,
+	    "claim: b pushes s1 again meanwhile");
+	ok(dup, "claim: a duplicate");
+	is_int(queen_batch_commit(a), -EBUSY,
+	    "claim: a's commit fails: the row's duplicates changed");
+	queen_batch_rollback(a);
+	is_int(tail_of(b, Q, "s"), 1, "claim: s holds s1 alone");
+
+	/* the same transactionId from both, in another partition: b's
+	 * lands, a's run again is its duplicate */
+	is_int(push1(a, Q, "q", "q1", "x"), 1, "claim: push q1 into q");
+	is_int(queen_batch_begin(a, QUEEN_BATCH_REDO), 0,
+	    "claim: a opens a batch");
+	it[0] = push_item(Q, "q", "same", "from a");
+	it[1] = push_item(Q, "q", "a-next", "x");
+	is_int(queen_push(a, it, 2, false, res), 0,
+	    "claim: a pushes 'same' and another");
+	ok(res[0].status == QUEEN_PUSH_QUEUED && res[0].offset == 2,
+	    "claim: read unlocked, 'same' is new (%d %lld)", res[0].status,
+	    (long long)res[0].offset);
+	is_int(push_ex(b, Q, "q", "same", "from b", false, &dup), 2,
+	    "claim: b pushes 'same' meanwhile");
+	is_int(queen_batch_commit(a), -EBUSY, "claim: a's commit fails");
+	queen_batch_rollback(a);
+	is_int(queen_batch_begin(a, QUEEN_BATCH_REDO), 0, "claim: a again");
+	is_int(queen_push(a, it, 2, false, res), 0, "claim: a pushes again");
+	ok(res[0].status == QUEEN_PUSH_DUPLICATE && res[0].offset == 2 &&
+		res[1].status == QUEEN_PUSH_QUEUED && res[1].offset == 3,
+	    "claim: now 'same' is b's, and a-next lands as 3 (%d %lld %d "
+	    "%lld)",
+	    res[0].status, (long long)res[0].offset, res[1].status,
+	    (long long)res[1].offset);
+	is_int(queen_batch_commit(a), 0, "claim: and commits");
+	is_int(tail_of(b, Q, "q"), 3, "claim: q holds q1, b's same, a-next");
+
+	/* without the flag, a batch locks as it reads: b waits, then fails */
+	is_int(queen_batch_begin(a, 0), 0, "claim: a opens a plain batch");
+	is_int(push1(a, Q, "r", "r1", "x"), 1, "claim: a pushes r1");
+	is_int(queen_batch_commit(a), 0, "claim: and commits");
+	is_int(queen_batch_begin(a, 0), 0, "claim: a opens a plain batch");
+	is_int(push1(a, Q, "r", "r2", "x"), 2, "claim: a pushes r2");
+	is_int(push1(b, Q, "r", "r3", "x"), -EBUSY,
+	    "claim: b waits for a's lock and times out");
+	is_int(queen_batch_commit(a), 0, "claim: a commits");
+	queen_close(b);
+	fix_close(&f);
+}
+
 int
 main(void)
 {
@@ -3321,6 +3436,7 @@ main(void)
 	test_big_append(true);
 	test_events();
 	test_maint_locks();
+	test_push_claim();
 	test_migrate();
 	test_hot_acks();
 	test_dlq_lookup();

@@ -408,6 +408,12 @@ static const struct stmt_def sql[ST__N] = {
 	 * txn_prefetch finds them */
 	[ST_PUSH_AHEAD_MANY] = { "push_ahead_many",
 	    PUSH_AHEAD_MANY " FOR UPDATE OF p" },
+	/* the same unlocked: a push that claims the row with its writes */
+	[ST_PUSH_AHEAD_MANY_OPT] = { "push_ahead_many_opt", PUSH_AHEAD_MANY },
+	/* id, head, tail, txns_start, last_push_at, duplicates: the row
+	 * locked if it is still so, else 40001 (pg_part_claim) */
+	[ST_PART_CLAIM] = { "part_claim",
+	    "SELECT queen_part_claim($1, $2, $3, $4, $5, $6)" },
 	/* queue name, group name: the queue (columns from 0), the group
 	 * (21), if any */
 	[ST_POP_AHEAD] = { "pop_ahead",
@@ -1073,6 +1079,7 @@ only_sent(enum stmt id)
 	case ST_MSG_APPEND_MANY:
 	case ST_TXN_APPEND:
 	case ST_PART_UPDATE:
+	case ST_PART_CLAIM:
 	case ST_CUR_PUT:
 	case ST_CUR_PUT_NEW:
 	case ST_CUR_WAKE:
@@ -1189,6 +1196,9 @@ static void
 tx_reset(struct store *s, bool in_tx)
 {
 	s->in_tx = in_tx;
+	s->redo = false;
+	s->opt.id = 0;
+	s->nclaimed = 0;
 	s->nolock = false;
 	s->poisoned = false;
 	pg_prefetch_end(s);
@@ -1213,6 +1223,8 @@ pg_begin(struct store *s)
 	    (rc = reconnect(s)) != 0)
 		return rc;
 	tx_reset(s, true);
+	s->redo = s->redo_next;
+	s->redo_next = false;
 	rc = pipe_defer(s, ST__N, BEGIN_RC, NULL);
 	if (rc == 0 && !s->durable && s->sync != QUEEN_SYNC_OFF)
 		rc = pipe_defer(s, ST__N, "SET LOCAL synchronous_commit = off",
@@ -1586,6 +1598,19 @@ pg_set_brief(struct store *s, bool brief)
 	s->brief = brief;
 }
 
+static void
+pg_claims(struct store *s, uint64_t *claims, uint64_t *lost)
+{
+	*claims = s->claims;
+	*lost = s->claims_lost;
+}
+
+static void
+pg_set_redo(struct store *s, bool redo)
+{
+	s->redo_next = redo;
+}
+
 /*
  * Inside a transaction begun not durable: make its commit durable after
  * all (pg_read_durable said no).  At sync off nothing is.
@@ -1806,6 +1831,9 @@ static const struct store_ops pg_ops = {
 	.forget_reads = pg_forget_reads,
 	.set_durable = pg_set_durable,
 	.set_brief = pg_set_brief,
+	.set_redo = pg_set_redo,
+	.claims = pg_claims,
+	.part_claim = pg_part_claim,
 	.read_durable = pg_read_durable,
 	.sync = pg_sync,
 	.shared = true,

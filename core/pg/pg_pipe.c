@@ -130,6 +130,9 @@ drain(struct store *s, bool want, int *rc)
 		if (st == PGRES_FATAL_ERROR && bad < 0) {
 			*rc = pg_fail(s, r);
 			bad = i;
+			/* a push's partition changed since it was read */
+			if (e->id == ST_PART_CLAIM && !e->prepare)
+				pg_claim_lost(s);
 		}
 		/* a Parse skipped or refused left nothing prepared */
 		if (e->prepare && st != PGRES_COMMAND_OK)

@@ -299,6 +299,9 @@ get_part(struct store *s, enum stmt id, const struct args *a,
 		s->ahead.hp = true;
 		s->ahead.plock = id == ST_PART_GET_LK;
 		s->ahead.hdup = false;
+		/* locked now: a claim of it would only check it again */
+		if (s->ahead.plock && s->opt.id == out->id)
+			s->opt.id = 0;
 	}
 	PQclear(r);
 	return rc;
@@ -314,7 +317,8 @@ pg_part_get(struct store *s, int64_t qid, const char *name,
 
 	if (ahead_ok(s) && s->ahead.hp && s->ahead.p.queue_id == qid &&
 	    strcmp(s->ahead.p.name, name) == 0 &&
-	    (s->ahead.plock || id == ST_PART_GET)) {
+	    (s->ahead.plock || id == ST_PART_GET ||
+		(s->opt.id != 0 && s->opt.id == s->ahead.p.id))) {
 		*out = s->ahead.p;
 		return 0;
 	}
@@ -939,6 +943,88 @@ pg_ack_ahead(struct store *s, const char *uuid, const char *group)
  * into the partition) are looked for in the same statement, and kept
  * as txn_prefetch's answer under the same condition.
  */
+/* A digest of a partition's queue and name, for claimed and busy. */
+static uint64_t
+part_key(const char *queue, const char *part)
+{
+	uint64_t k = 14695981039346656037ULL;
+	const char *p;
+
+	for (p = queue; *p; p++)
+		k = (k ^ (unsigned char)*p) * 1099511628211ULL;
+	k = (k ^ 0xff) * 1099511628211ULL;
+	for (p = part; *p; p++)
+		k = (k ^ (unsigned char)*p) * 1099511628211ULL;
+	return k ? k : 1;
+}
+
+/* Whether a claim of the partition failed lately (then read it locked). */
+static bool
+part_busy(struct store *s, uint64_t key)
+{
+	int64_t now = pg_mono_ns();
+	int i;
+
+	for (i = 0; i < BUSY_MAX; i++)
+		if (s->busy[i].key == key && s->busy[i].until > now)
+			return true;
+	return false;
+}
+
+/*
+ * A claim of this transaction failed: each partition it claimed is read
+ * locked for a while (another session pushes there too), so that the
+ * run again, and the pushes after it, do not fail the same way.
+ */
+void
+pg_claim_lost(struct store *s)
+{
+	int64_t now = pg_mono_ns();
+	int i, j, old;
+
+	s->claims_lost++;
+	for (i = 0; i < s->nclaimed; i++) {
+		old = 0;
+		for (j = 0; j < BUSY_MAX; j++) {
+			if (s->busy[j].key == s->claimed[i])
+				break;
+			if (s->busy[j].until < s->busy[old].until)
+				old = j;
+		}
+		if (j == BUSY_MAX)
+			j = old;
+		s->busy[j].key = s->claimed[i];
+		s->busy[j].until = now + BUSY_NS;
+	}
+}
+
+/*
+ * The row of a partition a push read without a lock (pg_push_ahead), as
+ * it is about to change it: locked with the writes, in the round trip of
+ * the commit, if it is still as read; else the transaction fails
+ * (40001, -EBUSY) and the caller runs it again (QUEEN_BATCH_REDO).
+ */
+int
+pg_part_claim(struct store *s, const struct part_row *p)
+{
+	struct args a = { 0 };
+	const struct part_row *o = &s->opt;
+
+	if (!s->in_tx || o->id == 0 || o->id != p->id)
+		return 0;
+	if (s->nclaimed < CLAIM_MAX)
+		s->claimed[s->nclaimed++] = s->opt_key;
+	a_int(&a, o->id);
+	a_int(&a, o->head);
+	a_int(&a, o->tail);
+	a_int(&a, o->txns_start);
+	a_int(&a, o->last_push_at);
+	a_int(&a, o->duplicates);
+	s->opt.id = 0;
+	s->claims++;
+	return pg_run(s, ST_PART_CLAIM, &a, NULL);
+}
+
 int
 pg_push_ahead(struct store *s, const char *queue, const char *part,
     const struct hash128 *h, size_t n)
@@ -949,8 +1035,16 @@ pg_push_ahead(struct store *s, const char *queue, const char *part,
 	PGresult *r;
 	int64_t base;
 	size_t len;
-	bool whole, more;
+	bool whole, more, opt;
 	int rc;
+
+	/* a batch its caller runs again: the row is claimed with the
+	 * writes (pg_part_claim), unless that failed lately */
+	s->opt.id = 0;
+	s->opt_key = part_key(queue, part);
+	opt = id == ST_PUSH_AHEAD_LK && s->redo && !part_busy(s, s->opt_key);
+	if (opt)
+		id = ST_PUSH_AHEAD;
 
 	a_text(&a, queue);
 	a_text(&a, part);
@@ -960,12 +1054,13 @@ pg_push_ahead(struct store *s, const char *queue, const char *part,
 		a_null(&a);
 	/* the hashes of the pushes after the first: txn_prefetch's read,
 	 * in this round trip, where a transaction holds the lock */
-	more = h && n > 1 && n <= PG_PREFETCH_MAX && id != ST_PUSH_AHEAD;
+	more = h && n > 1 && n <= PG_PREFETCH_MAX &&
+	    (id != ST_PUSH_AHEAD || opt);
 	if (more && !(arr = pg_hash_array(h, n, &len)))
 		return -ENOMEM;
 	if (more) {
 		a_bytes(&a, arr, len);
-		id = ST_PUSH_AHEAD_MANY;
+		id = opt ? ST_PUSH_AHEAD_MANY_OPT : ST_PUSH_AHEAD_MANY;
 	}
 	r = exec(s, id, &a, &rc);
 	free(arr);
@@ -977,7 +1072,9 @@ pg_push_ahead(struct store *s, const char *queue, const char *part,
 		read_part(r, 0, 21, &s->ahead.p);
 		ahead_mark(s);
 		s->ahead.hq = s->ahead.hp = true;
-		s->ahead.plock = id != ST_PUSH_AHEAD;
+		s->ahead.plock = !opt && id != ST_PUSH_AHEAD;
+		if (opt)
+			s->opt = s->ahead.p;
 		base = PB(s->ahead.p.id);
 		whole = s->ahead.p.tail < s->ahead.p.txns_start ||
 		    col_int(r, 0, 33) == base + s->ahead.p.tail;

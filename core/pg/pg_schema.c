@@ -166,6 +166,22 @@ static const char *const steps[] = {
 	 */
 	"CREATE TABLE queen_flush ("
 	" pid INTEGER PRIMARY KEY, flushes BIGINT NOT NULL);",
+	/*
+	 * version 7: a push may read its partition's row without locking
+	 * it, and lock it with its writes, in the round trip of its
+	 * commit, if it is still as read: else the transaction fails as a
+	 * serialization failure, and runs again (db_pg.c's part_claim).
+	 */
+	"CREATE FUNCTION queen_part_claim(pid BIGINT, h BIGINT, t BIGINT,"
+	" ts BIGINT, lp BIGINT, d BIGINT) RETURNS void"
+	" LANGUAGE plpgsql AS $$ BEGIN"
+	" PERFORM 1 FROM partitions WHERE id = pid AND head = h AND tail = t"
+	"  AND txns_start = ts AND last_push_at = lp AND duplicates = d"
+	"  FOR UPDATE;"
+	" IF NOT FOUND THEN RAISE EXCEPTION"
+	"  'partition % changed since this push read it', pid"
+	"  USING ERRCODE = 'serialization_failure'; END IF;"
+	" END $$;",
 };
 
 #define NSTEPS ((int)(sizeof(steps) / sizeof(steps[0])))

@@ -35,7 +35,8 @@ enum stmt {
 	ST_CUR_LIST_PART_LK, ST_CUR_WAKE, ST_CUR_DEL_GROUP, ST_CUR_MIN,
 	ST_CUR_LEASE_ROWS, ST_LEASE_AHEAD, ST_LEASE_AHEAD_LK, ST_LEASE_FIRST,
 	ST_CUR_REPAIR, ST_PUSH_AHEAD,
-	ST_PUSH_AHEAD_LK, ST_PUSH_AHEAD_MANY, ST_POP_AHEAD, ST_POP_READY, ST_ACK_AHEAD, ST_FIND_AHEAD,
+	ST_PUSH_AHEAD_LK, ST_PUSH_AHEAD_MANY, ST_PUSH_AHEAD_MANY_OPT, ST_PART_CLAIM,
+	ST_POP_AHEAD, ST_POP_READY, ST_ACK_AHEAD, ST_FIND_AHEAD,
 	ST_MSG_APPEND, ST_MSG_APPEND_MANY, ST_TXN_APPEND, ST_MSG_SCAN, ST_MSG_SCAN_META,
 	ST_MSG_TIME, ST_MSG_NEXT, ST_MSG_COUNT, ST_MSG_PURGE,
 	ST_MSG_DELETE_PART,
@@ -113,6 +114,14 @@ struct pend {
  * it, the buffer kept */
 #define AB_ONE_MAX (64 << 10)
 _Static_assert(AB_BYTES + 2 * AB_ONE_MAX < PG_BUF_KEEP, "batches fit");
+
+/* partitions one transaction claims (part_claim) and remembers; past
+ * these, a lost claim's others are not read locked after (their next
+ * batches may lose again: time, not correctness) */
+#define CLAIM_MAX 16
+/* partitions whose claim failed, read locked for BUSY_NS after */
+#define BUSY_MAX 32
+#define BUSY_NS (1000 * 1000000LL)
 
 struct chan {
 	int64_t queue_id;
@@ -239,7 +248,24 @@ struct store {
 		bool nulls[AB_COLS];
 		int n;
 	} ab;
-	bool brief;   /* the next transaction's lock waits are short */
+	bool brief; /* the next transaction's lock waits are short */
+	/* QUEEN_BATCH_REDO: the next transaction's, then this one's (see
+	 * pg_part_claim) */
+	bool redo_next, redo;
+	/* the partition a push read without a lock in this transaction, as
+	 * read, until part_claim sends its check (id 0: none) */
+	struct part_row opt;
+	uint64_t opt_key; /* its digest (see claimed) */
+	/* the partitions claimed in this transaction, by a digest of
+	 * their queue and name, and those whose claim failed lately: read
+	 * locked until busy_ns (CLOCK_MONOTONIC) */
+	uint64_t claimed[CLAIM_MAX];
+	int nclaimed;
+	struct {
+		uint64_t key;
+		int64_t until;
+	} busy[BUSY_MAX];
+	uint64_t claims, claims_lost;
 	bool durable; /* false: the next transactions commit
 				 * without waiting for the WAL flush */
 	/* the syncer thread's: a connection of its own (see pg_sync) */
@@ -309,6 +335,8 @@ int pg_part_list(struct store *s, int64_t qid, const char *from, part_row_cb cb,
 int pg_cursor_repair(struct store *s, int64_t now, int64_t *woken);
 int pg_push_ahead(struct store *s, const char *queue, const char *part,
     const struct hash128 *h, size_t n);
+int pg_part_claim(struct store *s, const struct part_row *p);
+void pg_claim_lost(struct store *s);
 int pg_pop_ahead(struct store *s, const char *queue, const char *group,
     int64_t now, bool ready);
 void pg_ready_drop(struct store *s);
