@@ -725,6 +725,15 @@ test_expect_success SETPRIV 'a second user'\''s publishes wait behind a kept one
 	hold mine &&
 	as_user $U1 sh -c "echo p1 >\"\$1/p1\"" sh "$U" &&
 	kept_log mine/p1 u.log &&
+	test_is 1 "$(as_user $U1 ls "$U" | grep -c "^p1\$")" \
+	    "the kept file listed to its writer, once" &&
+	test_must_fail as_user $U2 ls "$U" 2>err &&
+	grep -q "Permission denied" err &&
+	as_user $U1 sh -c "echo other >\"\$1/.p1\"" sh "$U" &&
+	test_must_fail as_user $U1 mv "$U/.p1" "$U/p1" 2>err &&
+	grep -q "Operation not permitted" err &&
+	test_is other "$(as_user $U1 cat "$U/.p1")" "the dot-file stays" &&
+	as_user $U1 rm "$U/.p1" &&
 	as_user $U1 sh -c "exec 7>\"\$1/p2\" && echo a >&7 && (echo b >&7) && exec 7>&-" sh "$U" &&
 	test_is p1 "$(as_user $U1 cat "$U/p1")" "p1 to its writer" &&
 	test_is "a b" "$(as_user $U1 cat "$U/p2" | tr "\n" " " | sed "s/ $//")" \
