@@ -315,6 +315,11 @@ submit(struct MHD_Connection *c, struct hreq *r, const char *url,
 	 * (a pop takes a lease: lazy, as through the mount) */
 	hj->j.write = strcmp(method, "GET") != 0 || strstr(url, "/pop/");
 	hj->j.lazy = strcmp(method, "GET") == 0;
+	/* a push runs again after a deadlock or a lost claim, as a publish
+	 * does: its answer is made again (http_run), and nothing of the
+	 * try before was kept */
+	hj->j.redo = strcmp(method, "POST") == 0 &&
+	    strcmp(url, "/api/v1/push") == 0;
 	hj->j.evloop = true;
 	/* answered at once when this thread ran it and it needs no sync:
 	 * no suspend and resume, no wake-up of this thread by another */

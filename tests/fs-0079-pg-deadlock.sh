@@ -13,6 +13,7 @@
 test -n "${QUEEN_TEST_PG:-}" ||
 	skip_all "QUEEN_TEST_PG is not set (run under tests/pg.sh)"
 command -v psql >/dev/null || skip_all "no psql"
+command -v curl >/dev/null 2>&1 && test_set_prereq CURL
 SCHEMA=t0079_$$
 mount_queenfs_on "$(pg_uri "$SCHEMA")"
 Q=$MNT/queues/dl
@@ -700,6 +701,39 @@ test_expect_success 'two mounts claim one partition: the loser runs again and la
 	o2=$(getfattr --only-values -n user.queen.offset "$C/partitions/default/c") &&
 	test_is "2 3" "$(printf "%s\n%s\n" "$o1" "$o2" | sort -n | tr "\n" " " |
 	    sed "s/ $//")" "the offsets"
+'
+
+# The same with an HTTP push: the file's claim waits for the row first,
+# so it wins (the row lock's waiters are served in turn) and the HTTP
+# push's claim is lost; the daemon runs the request again, and the
+# client gets one answer.
+test_expect_success CURL 'an HTTP push whose claim is lost runs again and answers once' '
+	H=127.0.0.1:$(python3 -c "import socket; s=socket.socket(); s.bind((\"127.0.0.1\",0)); print(s.getsockname()[1])") &&
+	C=$MNT/queues/cl &&
+	mount_extra h --db "$(pg_uri "$SCHEMA")" --listen "$H" &&
+	l0=$(stat_of "$MNT/sys/stats" pg_push_claims_lost) &&
+	l1=$(stat_of "$TRASH/h/sys/stats" pg_push_claims_lost) &&
+	hold cl &&
+	echo d >"$C/d" &&
+	wait_until 20 "test \"\$(lock_waits)\" -ge 1" &&
+	{ curl -s -o hp.body -w "%{http_code}\n" -X POST \
+		-d "{\"items\":[{\"queue\":\"cl\",\"transactionId\":\"hp\",\"payload\":\"h\"}]}" \
+		"http://$H/api/v1/push" >hp.code & } && cp_=$! && track_pid $cp_ &&
+	wait_until 20 "test \"\$(lock_waits)\" -ge 2" &&
+	unhold cl &&
+	wait "$cp_" &&
+	test_is 201 "$(cat hp.code)" "the HTTP status" &&
+	test_is 1 "$(grep -o "\"queued\"" hp.body | wc -l)" "answers queued" &&
+	settled "${MNT##*/}" &&
+	test_is 0 $(( $(stat_of "$MNT/sys/stats" pg_push_claims_lost) - l0 )) \
+	    "claims the mount lost (its claim waited first)" &&
+	test_is 1 $(( $(stat_of "$TRASH/h/sys/stats" pg_push_claims_lost) - l1 )) \
+	    "claims the HTTP daemon lost" &&
+	grep -q "run again" "$TRASH/h.log" &&
+	test_is 5 "$(stat_of "$C/stats" messages)" "messages" &&
+	test_is "\"h\"" "$(cat "$C/partitions/default/hp")" \
+	    "the HTTP push (its JSON payload)" &&
+	test_is d "$(cat "$C/partitions/default/d")" "the file"
 '
 
 # The gate for a user who is not the mount's owner: a daemon mounted
