@@ -10,7 +10,8 @@
  * request past API_MEM_MAX is kept in an unlinked file of the spool dir
  * (beside the store; $TMPDIR or /tmp with PostgreSQL) and handed to core
  * as a read-only mapping, so the daemon holds no heap copy of it; the
- * request goes as soon as it has run, and the heap is trimmed.
+ * request goes as soon as it has run (a push's once it is answered: it
+ * may run again), and the heap is trimmed.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -61,8 +62,9 @@ api_run(struct job *j, struct queen *q)
 	    aj->flush ? NULL : &w);
 	if (map)
 		munmap(map, h->req_len);
-	if (rc != -EAGAIN) {
-		/* the request has run: nothing reads it again */
+	if (rc != -EAGAIN && !j->redo) {
+		/* the request has run: nothing reads it again (a push's
+		 * goes at the answer, for a run again: api_reply) */
 		pthread_mutex_lock(&fs_lock);
 		api_release(h);
 		pthread_mutex_unlock(&fs_lock);
@@ -130,6 +132,8 @@ api_reply(struct job *j)
 
 	pthread_mutex_lock(&fs_lock);
 	h->api_state = API_DONE;
+	if (j->redo)
+		api_release(h);
 	if (j->rc == -ENODATA) {
 		/* the wait ran out: an empty pop is the answer */
 		free(h->text);
@@ -140,6 +144,8 @@ api_reply(struct job *j)
 	if (j->rc < 0)
 		h->api_rc = j->rc;
 	pthread_mutex_unlock(&fs_lock);
+	if (j->redo)
+		malloc_trim(0);
 	if (aj->flush)
 		fuse_reply_err(j->req, h->api_rc != 0 ? EIO : 0);
 	else if (j->rc < 0)
@@ -163,6 +169,9 @@ api_submit(fuse_req_t req, struct handle *h, size_t size, bool flush)
 		return;
 	}
 	aj->j.write = true;
+	/* a push runs again after a deadlock or a lost claim (its request
+	 * is kept until the answer): see api_run */
+	aj->j.redo = strcmp(h->node->name, "push") == 0;
 	aj->h = h;
 	aj->size = size;
 	aj->flush = flush;

@@ -678,6 +678,7 @@ test_expect_success 'two mounts claim one partition: the loser runs again and la
 	C=$MNT/queues/cl &&
 	mkdir "$C" &&
 	echo c0 >"$C/c0" &&
+	settled "${MNT##*/}" &&
 	mount_extra c --db "$(pg_uri "$SCHEMA")" &&
 	l0=$(stat_of "$MNT/sys/stats" pg_push_claims_lost) &&
 	l1=$(stat_of "$TRASH/c/sys/stats" pg_push_claims_lost) &&
@@ -703,26 +704,43 @@ test_expect_success 'two mounts claim one partition: the loser runs again and la
 	    sed "s/ $//")" "the offsets"
 '
 
-# The same with an HTTP push: the file's claim waits for the row first,
-# so it wins (the row lock's waiters are served in turn) and the HTTP
-# push's claim is lost; the daemon runs the request again, and the
-# client gets one answer.
-test_expect_success CURL 'an HTTP push whose claim is lost runs again and answers once' '
+# The same with an HTTP push and a write to api/push of a third mount,
+# into another queue (mount c reads cl locked for a second after the
+# claim it lost there):
+# the file's claim waits for the row first, so it wins (the row lock's
+# waiters are served in turn), and the other two claims are lost; each
+# daemon runs its request again, and each client gets one answer.
+test_expect_success CURL 'an HTTP push and an api/push whose claims are lost run again and answer once' '
 	H=127.0.0.1:$(python3 -c "import socket; s=socket.socket(); s.bind((\"127.0.0.1\",0)); print(s.getsockname()[1])") &&
-	C=$MNT/queues/cl &&
+	C=$MNT/queues/cl2 &&
+	mkdir "$C" &&
+	echo c0 >"$C/c0" &&
+	settled "${MNT##*/}" &&
 	mount_extra h --db "$(pg_uri "$SCHEMA")" --listen "$H" &&
 	l0=$(stat_of "$MNT/sys/stats" pg_push_claims_lost) &&
 	l1=$(stat_of "$TRASH/h/sys/stats" pg_push_claims_lost) &&
-	hold cl &&
+	hold cl2 &&
 	echo d >"$C/d" &&
 	wait_until 20 "test \"\$(lock_waits)\" -ge 1" &&
 	{ curl -s -o hp.body -w "%{http_code}\n" -X POST \
-		-d "{\"items\":[{\"queue\":\"cl\",\"transactionId\":\"hp\",\"payload\":\"h\"}]}" \
+		-d "{\"items\":[{\"queue\":\"cl2\",\"transactionId\":\"hp\",\"payload\":\"h\"}]}" \
 		"http://$H/api/v1/push" >hp.code & } && cp_=$! && track_pid $cp_ &&
 	wait_until 20 "test \"\$(lock_waits)\" -ge 2" &&
-	unhold cl &&
-	wait "$cp_" &&
+	l2=$(stat_of "$TRASH/c/sys/stats" pg_push_claims_lost) &&
+	{ python3 -c "import os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+os.write(fd, sys.argv[2].encode())
+sys.stdout.write(os.read(fd, 65536).decode())" "$TRASH/c/api/push" \
+		"{\"items\":[{\"queue\":\"cl2\",\"transactionId\":\"ap\",\"payload\":\"a\"}]}" \
+		>ap.out & } && ap_=$! && track_pid $ap_ &&
+	wait_until 20 "test \"\$(lock_waits)\" -ge 3" &&
+	unhold cl2 &&
+	wait "$cp_" && wait "$ap_" &&
 	test_is 201 "$(cat hp.code)" "the HTTP status" &&
+	test_is 1 "$(grep -o "\"queued\"" ap.out | wc -l)" "api/push answers queued" &&
+	test_is 1 $(( $(stat_of "$TRASH/c/sys/stats" pg_push_claims_lost) - l2 )) \
+	    "claims lost by the api/push mount" &&
+	test_is "\"a\"" "$(cat "$C/partitions/default/ap")" "the api/push" &&
 	test_is 1 "$(grep -o "\"queued\"" hp.body | wc -l)" "answers queued" &&
 	settled "${MNT##*/}" &&
 	test_is 0 $(( $(stat_of "$MNT/sys/stats" pg_push_claims_lost) - l0 )) \
@@ -730,7 +748,7 @@ test_expect_success CURL 'an HTTP push whose claim is lost runs again and answer
 	test_is 1 $(( $(stat_of "$TRASH/h/sys/stats" pg_push_claims_lost) - l1 )) \
 	    "claims the HTTP daemon lost" &&
 	grep -q "run again" "$TRASH/h.log" &&
-	test_is 5 "$(stat_of "$C/stats" messages)" "messages" &&
+	test_is 4 "$(stat_of "$C/stats" messages)" "messages" &&
 	test_is "\"h\"" "$(cat "$C/partitions/default/hp")" \
 	    "the HTTP push (its JSON payload)" &&
 	test_is d "$(cat "$C/partitions/default/d")" "the file"
