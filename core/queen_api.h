@@ -15,7 +15,9 @@
  * NUL-terminated) is the JSON answer (docs/design.md#mount-api); malformed
  * input answers a JSON error with reason bad_request or too_large.
  * Returns 0 when the call as a whole succeeded, -EIO when it failed (the
- * answer says why), or -ENOMEM / -EINVAL (unknown endpoint).
+ * answer says why), -EBUSY when the store refused it for a passing reason
+ * (a deadlock, a lock timeout: nothing of it was kept, and running it
+ * again may succeed), or -ENOMEM / -EINVAL (unknown endpoint).
  */
 int queen_api(struct queen *q, const char *endpoint, const char *req,
     size_t len, char **resp);
@@ -63,6 +65,10 @@ struct queen_http_answer {
 	char *body;
 	bool text;
 	bool wrote;
+	/* status 500 because the store refused the call for a passing
+	 * reason (a deadlock, a lock timeout): nothing of it was kept, and
+	 * running it again may succeed */
+	bool busy;
 	char note[192]; /* for the log: a bad number replaced by its default */
 };
 int queen_http(struct queen *q, const struct queen_http_req *r,

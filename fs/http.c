@@ -190,6 +190,11 @@ http_run(struct job *j, struct queen *q)
 		return;
 	}
 	j->rc = rc;
+	/* a push the store refused for a passing reason runs again (the
+	 * engine's redo), its answer made again; if it may not, the answer
+	 * made here goes (http_reply) */
+	if (rc == 0 && j->redo && r->ans.busy)
+		j->rc = -EBUSY;
 	if (r->ans.wrote && !j->notify)
 		j->notify = strdup("");
 	/* a refusal says why in the log as at the mount (not a 404: an
@@ -213,7 +218,7 @@ http_reply(struct job *j)
 	int st = HR_SUBMITTING;
 
 	watch_drop(r);      /* watched is the watcher's, under H.mu */
-	r->rc = j->rc;
+	r->rc = j->rc == -EBUSY && r->ans.busy ? 0 : j->rc;
 	r->done = true;
 	/* answered on the submitter's own thread, or before it suspended:
 	 * the submitter answers; else the connection waits to be resumed */

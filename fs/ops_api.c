@@ -101,6 +101,10 @@ api_run(struct job *j, struct queen *q)
 	if (rc != 0)
 		fs_log("api/%s: the call failed: %.200s", h->node->name,
 		    resp ? resp : "");
+	/* a push the store refused for a passing reason runs again (the
+	 * engine's redo); if it may not, the answer made here is read */
+	if (rc == -EBUSY && j->redo)
+		j->rc = -EBUSY;
 	/* a push may have made something available: wake every waiter */
 	if (!strcmp(h->node->name, "push") ||
 	    !strcmp(h->node->name, "transaction") ||
@@ -134,6 +138,8 @@ api_reply(struct job *j)
 	h->api_state = API_DONE;
 	if (j->redo)
 		api_release(h);
+	if (j->rc == -EBUSY && j->redo)
+		j->rc = 0; /* no run again left: its answer says why */
 	if (j->rc == -ENODATA) {
 		/* the wait ran out: an empty pop is the answer */
 		free(h->text);

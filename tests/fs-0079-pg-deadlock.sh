@@ -754,6 +754,54 @@ sys.stdout.write(os.read(fd, 65536).decode())" "$TRASH/c/api/push" \
 	test_is d "$(cat "$C/partitions/default/d")" "the file"
 '
 
+# An HTTP push whose own read of the row times out (the run again reads
+# it locked) runs again too, not only one whose commit failed: on a
+# daemon whose lock timeout is 1 s, psql holds the row until the push
+# has been run again twice, the second time after its read timed out;
+# then the push lands, and the client gets 201 (it got 500 before).
+test_expect_success CURL 'an HTTP push whose read times out runs again and lands' '
+	H2=127.0.0.1:$(python3 -c "import socket; s=socket.socket(); s.bind((\"127.0.0.1\",0)); print(s.getsockname()[1])") &&
+	C=$MNT/queues/cl3 &&
+	mkdir "$C" &&
+	echo c0 >"$C/c0" &&
+	settled "${MNT##*/}" &&
+	mount_extra hb --db "$(pg_uri "$SCHEMA")%20-clock_timeout%3D1000" \
+	    --listen "$H2" &&
+	hold cl3 &&
+	{ curl -s -o ht.body -w "%{http_code}\n" -X POST \
+		-d "{\"items\":[{\"queue\":\"cl3\",\"transactionId\":\"ht\",\"payload\":\"t\"}]}" \
+		"http://$H2/api/v1/push" >ht.code & } && cp_=$! && track_pid $cp_ &&
+	wait_until 20 "test \$(grep -c \"run again\" \"$TRASH/hb.log\") -ge 2" &&
+	grep -q "canceling statement due to lock timeout" "$TRASH/hb.log" &&
+	unhold cl3 &&
+	wait "$cp_" &&
+	test_is 201 "$(cat ht.code)" "the HTTP status" &&
+	grep -q "\"queued\"" ht.body &&
+	test_is "\"t\"" "$(cat "$C/partitions/default/ht")" "the push"
+'
+
+# The same through the api/push file of that daemon: the write's answer
+# is read once it has landed.
+test_expect_success 'an api/push whose read times out runs again and lands' '
+	C=$MNT/queues/cl4 &&
+	mkdir "$C" &&
+	echo c0 >"$C/c0" &&
+	settled "${MNT##*/}" &&
+	r0=$(grep -c "run again" "$TRASH/hb.log") &&
+	hold cl4 &&
+	{ python3 -c "import os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+os.write(fd, sys.argv[2].encode())
+sys.stdout.write(os.read(fd, 65536).decode())" "$TRASH/hb/api/push" \
+		"{\"items\":[{\"queue\":\"cl4\",\"transactionId\":\"at\",\"payload\":\"t\"}]}" \
+		>at.out & } && ap_=$! && track_pid $ap_ &&
+	wait_until 20 "test \$(grep -c \"run again\" \"$TRASH/hb.log\") -ge $((r0 + 2))" &&
+	unhold cl4 &&
+	wait "$ap_" &&
+	test_is 1 "$(grep -o "\"queued\"" at.out | wc -l)" "api/push answers queued" &&
+	test_is "\"t\"" "$(cat "$C/partitions/default/at")" "the push"
+'
+
 # The gate for a user who is not the mount's owner: a daemon mounted
 # with allow_other,default_permissions, a queue uid 4242 made 0700.  The
 # user's publishes kept and gated behind each other read back to the

@@ -836,5 +836,5 @@ answer:
 	json_decref(out);
 	if (!*resp)
 		return -ENOMEM;
-	return rc == 0 ? 0 : rc == -ENOMEM ? -ENOMEM : -EIO;
+	return rc == 0 || rc == -ENOMEM || rc == -EBUSY ? rc : -EIO;
 }

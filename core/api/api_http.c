@@ -50,6 +50,7 @@ refuse_rc(struct hctx *h, int rc)
 	    rc == -ENOTEMPTY || rc == -ESTALE)
 		return refuse(h, rc == -EFBIG ? 413 : rc == -ENOENT ? 404 :
 		    rc == -EINVAL ? 400 : 409, "%s", queen_errmsg(h->q));
+	h->ans->busy = rc == -EBUSY;
 	return refuse(h, 500, "storage failed: %s", queen_errmsg(h->q));
 }
 
