@@ -143,8 +143,9 @@ enum queen_batch_flags {
 	 */
 	QUEEN_BATCH_BRIEF = 1 << 2,
 	/*
-	 * The caller runs the whole batch again, once, if its commit
-	 * fails with -EBUSY.  A store may then read a row it will change
+	 * The caller runs the whole batch again if its commit fails with
+	 * -EBUSY (the mount: at once, unflagged).  A store may then read a
+	 * row it will change
 	 * without locking it, and check at the commit that no one else
 	 * changed it meanwhile (-EBUSY if someone did), so that the row is
 	 * not held while the client and the server talk: on a server

@@ -73,8 +73,9 @@ uint64_t queen_round_trips(struct queen *q);
 /*
  * queen_claims - how many pushes of a QUEEN_BATCH_REDO batch read their
  * partition without a lock and claimed it with their writes since open
- * (*claims), and how many of those batches then failed because another
- * session had changed the row (*lost); 0 on SQLite.
+ * (*claims), and how many of those batches then failed at a claim
+ * (*lost): another session had changed the row, or held it past the lock
+ * timeout; 0 on SQLite.
  */
 void queen_claims(struct queen *q, uint64_t *claims, uint64_t *lost);
 /*

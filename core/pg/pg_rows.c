@@ -931,18 +931,6 @@ pg_ack_ahead(struct store *s, const char *uuid, const char *group)
 	return 0;
 }
 
-/*
- * Ahead of a push: its queue, its partition (locked in a transaction)
- * and the newest row of its hash in the dedup window, in one statement,
- * for the lookups that follow.  Under a row lock that had to wait,
- * READ COMMITTED hands back the partition as its locker left it while
- * the hash rows may be those of the statement's start: the window's
- * answer is kept only if the newest hash row read is the partition's
- * tail (every message has one), i.e. nothing was appended unseen.
- * In a transaction, the hashes after the first (of the pushes to come
- * into the partition) are looked for in the same statement, and kept
- * as txn_prefetch's answer under the same condition.
- */
 /* A digest of a partition's queue and name, for claimed and busy. */
 static uint64_t
 part_key(const char *queue, const char *part)
@@ -1025,6 +1013,19 @@ pg_part_claim(struct store *s, const struct part_row *p)
 	return pg_run(s, ST_PART_CLAIM, &a, NULL);
 }
 
+/*
+ * Ahead of a push: its queue, its partition (locked in a transaction,
+ * unless the batch claims it with its writes: pg_part_claim) and the
+ * newest row of its hash in the dedup window, in one statement,
+ * for the lookups that follow.  Under a row lock that had to wait,
+ * READ COMMITTED hands back the partition as its locker left it while
+ * the hash rows may be those of the statement's start: the window's
+ * answer is kept only if the newest hash row read is the partition's
+ * tail (every message has one), i.e. nothing was appended unseen.
+ * In a transaction, the hashes after the first (of the pushes to come
+ * into the partition) are looked for in the same statement, and kept
+ * as txn_prefetch's answer under the same condition.
+ */
 int
 pg_push_ahead(struct store *s, const char *queue, const char *part,
     const struct hash128 *h, size_t n)

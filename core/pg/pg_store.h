@@ -258,7 +258,7 @@ struct store {
 	uint64_t opt_key; /* its digest (see claimed) */
 	/* the partitions claimed in this transaction, by a digest of
 	 * their queue and name, and those whose claim failed lately: read
-	 * locked until busy_ns (CLOCK_MONOTONIC) */
+	 * locked until .until (CLOCK_MONOTONIC ns) */
 	uint64_t claimed[CLAIM_MAX];
 	int nclaimed;
 	struct {
