@@ -102,6 +102,28 @@ hold_new_key () {
 	hold cfg "INSERT INTO kv VALUES ('cfg', '$1', '\\x00'::bytea, 1, 0, 0)"
 }
 
+# free_addr: a loopback address with a free port, for --listen
+free_addr () {
+	python3 -c "import socket; s = socket.socket(); s.bind((\"127.0.0.1\", 0)); print(\"127.0.0.1:%d\" % s.getsockname()[1])"
+}
+
+# api_push FILE JSON: write JSON to the api/push FILE and print the answer
+# read back on the same descriptor
+api_push () {
+	python3 -c "import os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+os.write(fd, sys.argv[2].encode())
+sys.stdout.write(os.read(fd, 65536).decode())" "$1" "$2"
+}
+
+# http_push ADDR QUEUE TXID PAYLOAD OUT: POST one item to ADDR's
+# /api/v1/push; the status in OUT.code, the body in OUT.body
+http_push () {
+	curl -s -o "$5.body" -w "%{http_code}\n" -X POST \
+	    -d "{\"items\":[{\"queue\":\"$2\",\"transactionId\":\"$3\",\"payload\":\"$4\"}]}" \
+	    "http://$1/api/v1/push" >"$5.code"
+}
+
 # settled [MOUNT]: wait until MOUNT (b) has nothing staged
 settled () {
 	wait_until 20 "test \"\$(stat_of \"$TRASH/${1:-b}/sys/stats\" staged)\" = 0"
@@ -711,7 +733,7 @@ test_expect_success 'two mounts claim one partition: the loser runs again and la
 # waiters are served in turn), and the other two claims are lost; each
 # daemon runs its request again, and each client gets one answer.
 test_expect_success CURL 'an HTTP push and an api/push whose claims are lost run again and answer once' '
-	H=127.0.0.1:$(python3 -c "import socket; s=socket.socket(); s.bind((\"127.0.0.1\",0)); print(s.getsockname()[1])") &&
+	H=$(free_addr) &&
 	C=$MNT/queues/cl2 &&
 	mkdir "$C" &&
 	echo c0 >"$C/c0" &&
@@ -722,15 +744,10 @@ test_expect_success CURL 'an HTTP push and an api/push whose claims are lost run
 	hold cl2 &&
 	echo d >"$C/d" &&
 	wait_until 20 "test \"\$(lock_waits)\" -ge 1" &&
-	{ curl -s -o hp.body -w "%{http_code}\n" -X POST \
-		-d "{\"items\":[{\"queue\":\"cl2\",\"transactionId\":\"hp\",\"payload\":\"h\"}]}" \
-		"http://$H/api/v1/push" >hp.code & } && cp_=$! && track_pid $cp_ &&
+	{ http_push "$H" cl2 hp h hp & } && cp_=$! && track_pid $cp_ &&
 	wait_until 20 "test \"\$(lock_waits)\" -ge 2" &&
 	l2=$(stat_of "$TRASH/c/sys/stats" pg_push_claims_lost) &&
-	{ python3 -c "import os, sys
-fd = os.open(sys.argv[1], os.O_RDWR)
-os.write(fd, sys.argv[2].encode())
-sys.stdout.write(os.read(fd, 65536).decode())" "$TRASH/c/api/push" \
+	{ api_push "$TRASH/c/api/push" \
 		"{\"items\":[{\"queue\":\"cl2\",\"transactionId\":\"ap\",\"payload\":\"a\"}]}" \
 		>ap.out & } && ap_=$! && track_pid $ap_ &&
 	wait_until 20 "test \"\$(lock_waits)\" -ge 3" &&
@@ -760,7 +777,7 @@ sys.stdout.write(os.read(fd, 65536).decode())" "$TRASH/c/api/push" \
 # has been run again twice, the second time after its read timed out;
 # then the push lands, and the client gets 201 (it got 500 before).
 test_expect_success CURL 'an HTTP push whose read times out runs again and lands' '
-	H2=127.0.0.1:$(python3 -c "import socket; s=socket.socket(); s.bind((\"127.0.0.1\",0)); print(s.getsockname()[1])") &&
+	H2=$(free_addr) &&
 	C=$MNT/queues/cl3 &&
 	mkdir "$C" &&
 	echo c0 >"$C/c0" &&
@@ -768,9 +785,7 @@ test_expect_success CURL 'an HTTP push whose read times out runs again and lands
 	mount_extra hb --db "$(pg_uri "$SCHEMA")%20-clock_timeout%3D1000" \
 	    --listen "$H2" &&
 	hold cl3 &&
-	{ curl -s -o ht.body -w "%{http_code}\n" -X POST \
-		-d "{\"items\":[{\"queue\":\"cl3\",\"transactionId\":\"ht\",\"payload\":\"t\"}]}" \
-		"http://$H2/api/v1/push" >ht.code & } && cp_=$! && track_pid $cp_ &&
+	{ http_push "$H2" cl3 ht t ht & } && cp_=$! && track_pid $cp_ &&
 	wait_until 20 "test \$(grep -c \"run again\" \"$TRASH/hb.log\") -ge 2" &&
 	grep -q "canceling statement due to lock timeout" "$TRASH/hb.log" &&
 	unhold cl3 &&
@@ -789,10 +804,7 @@ test_expect_success 'an api/push whose read times out runs again and lands' '
 	settled "${MNT##*/}" &&
 	r0=$(grep -c "run again" "$TRASH/hb.log") &&
 	hold cl4 &&
-	{ python3 -c "import os, sys
-fd = os.open(sys.argv[1], os.O_RDWR)
-os.write(fd, sys.argv[2].encode())
-sys.stdout.write(os.read(fd, 65536).decode())" "$TRASH/hb/api/push" \
+	{ api_push "$TRASH/hb/api/push" \
 		"{\"items\":[{\"queue\":\"cl4\",\"transactionId\":\"at\",\"payload\":\"t\"}]}" \
 		>at.out & } && ap_=$! && track_pid $ap_ &&
 	wait_until 20 "test \$(grep -c \"run again\" \"$TRASH/hb.log\") -ge $((r0 + 2))" &&

@@ -353,6 +353,19 @@ pg_part_by_uuid(struct store *s, const char *uuid, struct part_row *out)
 	return get_part(s, ST_PART_BY_UUID, &a, out);
 }
 
+/* What a push or the tick changes of a partition's row, in that order:
+ * head, tail, txns_start, last_push_at, duplicates (the columns a claim
+ * checks, as part_update writes them). */
+static void
+a_part_state(struct args *a, const struct part_row *p)
+{
+	a_int(a, p->head);
+	a_int(a, p->tail);
+	a_int(a, p->txns_start);
+	a_int(a, p->last_push_at);
+	a_int(a, p->duplicates);
+}
+
 int
 pg_part_insert(struct store *s, struct part_row *p)
 {
@@ -362,11 +375,7 @@ pg_part_insert(struct store *s, struct part_row *p)
 	a_int(&a, p->queue_id);
 	a_text(&a, p->name);
 	a_text(&a, p->uuid);
-	a_int(&a, p->head);
-	a_int(&a, p->tail);
-	a_int(&a, p->txns_start);
-	a_int(&a, p->last_push_at);
-	a_int(&a, p->duplicates);
+	a_part_state(&a, p);
 	a_int(&a, p->created_at);
 	rc = insert_id(s, ST_PART_INSERT, &a, &p->id);
 	if (rc == 0)
@@ -380,11 +389,7 @@ pg_part_update(struct store *s, const struct part_row *p)
 {
 	struct args a = { 0 };
 
-	a_int(&a, p->head);
-	a_int(&a, p->tail);
-	a_int(&a, p->txns_start);
-	a_int(&a, p->last_push_at);
-	a_int(&a, p->duplicates);
+	a_part_state(&a, p);
 	a_int(&a, p->id);
 	return pg_run(s, ST_PART_UPDATE, &a, NULL);
 }
@@ -1003,11 +1008,7 @@ pg_part_claim(struct store *s, const struct part_row *p)
 	if (s->nclaimed < CLAIM_MAX)
 		s->claimed[s->nclaimed++] = s->opt_key;
 	a_int(&a, o->id);
-	a_int(&a, o->head);
-	a_int(&a, o->tail);
-	a_int(&a, o->txns_start);
-	a_int(&a, o->last_push_at);
-	a_int(&a, o->duplicates);
+	a_part_state(&a, o);
 	s->opt.id = 0;
 	s->claims++;
 	return pg_run(s, ST_PART_CLAIM, &a, NULL);
