@@ -176,7 +176,7 @@ test_expect_success 'a publish that loses a deadlock lands before the later ones
 		mv "$Q/groups/g/$n" "$Q/groups/g/ack/" || return 1
 	done &&
 	grep -q "deadlock detected" "$DAEMON_LOG" &&
-	grep -q "rolled back by a deadlock or a serialization failure: run again" \
+	grep -q "rolled back by a deadlock, a lock timeout or a serialization failure: run again" \
 	    "$DAEMON_LOG" &&
 	test "$(stat_of "$MNT/sys/stats" publish_redos)" -gt "$r0"
 '
@@ -726,6 +726,74 @@ test_expect_success 'two mounts claim one partition: the loser runs again and la
 	    sed "s/ $//")" "the offsets"
 '
 
+# The loser of a claim is a file written the way scripts write: an exec
+# descriptor, a subshell and a child sharing it.  Mount c's claim waits
+# for the row first, so it wins; the file's close, which publishes, runs
+# again behind it and lands whole, once, after c.
+test_expect_success 'a file written by an exec descriptor and children loses its claim and lands whole' '
+	E=$MNT/queues/ce &&
+	mkdir "$E" &&
+	echo e0 >"$E/e0" &&
+	settled "${MNT##*/}" &&
+	l0=$(stat_of "$MNT/sys/stats" pg_push_claims_lost) &&
+	l1=$(stat_of "$TRASH/c/sys/stats" pg_push_claims_lost) &&
+	hold ce &&
+	echo c >"$TRASH/c/queues/ce/c" &&
+	wait_until 20 "test \"\$(lock_waits)\" -ge 1" &&
+	exec 7>"$E/x" &&
+	echo x1 >&7 &&
+	(echo x2 >&7) &&
+	sh -c "echo x3 >&7" &&
+	exec 7>&- &&
+	wait_until 20 "test \"\$(lock_waits)\" -ge 2" &&
+	unhold ce &&
+	settled "${MNT##*/}" && settled c &&
+	test_is 1 $(( $(stat_of "$MNT/sys/stats" pg_push_claims_lost) - l0 )) \
+	    "claims the writer'\''s mount lost" &&
+	test_is 0 $(( $(stat_of "$TRASH/c/sys/stats" pg_push_claims_lost) - l1 )) \
+	    "claims mount c lost" &&
+	test_is 3 "$(stat_of "$E/stats" messages)" "messages" &&
+	test_is "x1 x2 x3" "$(tr "\n" " " <"$E/partitions/default/x" | sed "s/ $//")" \
+	    "x, written by three processes" &&
+	test_is 1 "$(ls "$E/partitions/default" | grep -cx x)" "x listed once" &&
+	landed_before "$E" c x
+'
+
+# the daemon's sessions that wait for a row inside a claim
+claim_waits () {
+	psql -X -q -A -t "$QUEEN_TEST_PG" -c "SELECT count(*) FROM
+	    pg_stat_activity WHERE wait_event_type = 'Lock' AND
+	    query LIKE '%queen_part_claim%'"
+}
+
+# A daemon killed (kill -9) while its claim waits for the row: its
+# session goes on with the claim, the writes and the COMMIT it had
+# already sent once psql lets the row go, and the daemon, started
+# again, publishes the file from its journal: the session has committed
+# by then, so the journal's publish is the file's duplicate (named in
+# the log), and the file is in the queue once.
+test_expect_success 'a daemon killed while its claim waits: the file lands once' '
+	K=$MNT/queues/ck &&
+	mkdir "$K" &&
+	echo k0 >"$K/k0" &&
+	settled "${MNT##*/}" &&
+	hold ck &&
+	echo k1 >"$TRASH/c/queues/ck/k1" &&
+	wait_until 20 "test \"\$(claim_waits)\" -ge 1" &&
+	kill9_extra c &&
+	unhold ck &&
+	remount_extra c &&
+	settled c &&
+	wait_until 20 "test \"\$(psql_ \"SELECT count(*) FROM pg_stat_activity
+	    WHERE query LIKE '"'"'%queen_part_claim%'"'"' AND
+	    state = '"'"'active'"'"' AND pid <> pg_backend_pid()\")\" = 0" &&
+	test_is 2 "$(stat_of "$K/stats" messages)" "messages" &&
+	test_is "k0 k1" "$(ls "$K/partitions/default" | tr "\n" " " | sed "s/ $//")" \
+	    "the partition" &&
+	test_is k1 "$(cat "$K/partitions/default/k1")" "k1" &&
+	grep -q "staged ck/k1 was a duplicate" "$TRASH/c.log"
+'
+
 # The same with an HTTP push and a write to api/push of a third mount,
 # into another queue (mount c reads cl locked for a second after the
 # claim it lost there):
@@ -775,7 +843,8 @@ test_expect_success CURL 'an HTTP push and an api/push whose claims are lost run
 # it locked) runs again too, not only one whose commit failed: on a
 # daemon whose lock timeout is 1 s, psql holds the row until the push
 # has been run again twice, the second time after its read timed out;
-# then the push lands, and the client gets 201 (it got 500 before).
+# then the push lands, and the client gets 201 (it got 500 before).  The
+# log says each failed run is to run again, and logs no failure of it.
 test_expect_success CURL 'an HTTP push whose read times out runs again and lands' '
 	H2=$(free_addr) &&
 	C=$MNT/queues/cl3 &&
@@ -792,7 +861,9 @@ test_expect_success CURL 'an HTTP push whose read times out runs again and lands
 	wait "$cp_" &&
 	test_is 201 "$(cat ht.code)" "the HTTP status" &&
 	grep -q "\"queued\"" ht.body &&
-	test_is "\"t\"" "$(cat "$C/partitions/default/ht")" "the push"
+	test_is "\"t\"" "$(cat "$C/partitions/default/ht")" "the push" &&
+	grep -q "POST /api/v1/push: 500, to run again" "$TRASH/hb.log" &&
+	! grep "POST /api/v1/push: 500 " "$TRASH/hb.log"
 '
 
 # The same through the api/push file of that daemon: the write's answer
@@ -811,7 +882,9 @@ test_expect_success 'an api/push whose read times out runs again and lands' '
 	unhold cl4 &&
 	wait "$ap_" &&
 	test_is 1 "$(grep -o "\"queued\"" at.out | wc -l)" "api/push answers queued" &&
-	test_is "\"t\"" "$(cat "$C/partitions/default/at")" "the push"
+	test_is "\"t\"" "$(cat "$C/partitions/default/at")" "the push" &&
+	grep -q "api/push: the call failed, to run again" "$TRASH/hb.log" &&
+	! grep "api/push: the call failed: " "$TRASH/hb.log"
 '
 
 # The gate for a user who is not the mount's owner: a daemon mounted
