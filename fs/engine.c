@@ -994,8 +994,8 @@ run_batch(struct job *list)
 		 * first (nothing is held now: a batch that held publishes
 		 * back ran only pops) */
 		if (nredo)
-			fs_log("%zu publishes rolled back by a deadlock or a "
-			       "serialization failure: run again",
+			fs_log("%zu pushes rolled back by a deadlock, a lock "
+			       "timeout or a serialization failure: run again",
 			    nredo);
 		*rt = unrun;
 		while (*rt) {

@@ -150,6 +150,22 @@ watcher_main(void *arg)
 	}
 }
 
+/* A refusal says why in the log as at the mount (not a 404: an unknown
+ * route or name is no mistake of the store's). */
+static void
+answer_log(const struct hreq *r)
+{
+	if (r->ans.status >= 500)
+		fs_log("http: %s %.200s: %d %.200s", r->method, r->path,
+		    r->ans.status, r->ans.body ? r->ans.body : "");
+	else if (r->ans.status >= 400 && r->ans.status != 404)
+		fs_logl(FSL_INFO, "http: %s %.200s: %d %.200s", r->method,
+		    r->path, r->ans.status, r->ans.body ? r->ans.body : "");
+	if (r->ans.note[0])
+		fs_logl(FSL_INFO, "http: %s %.200s: %s", r->method, r->path,
+		    r->ans.note);
+}
+
 static void
 http_run(struct job *j, struct queen *q)
 {
@@ -197,17 +213,12 @@ http_run(struct job *j, struct queen *q)
 		j->rc = -EBUSY;
 	if (r->ans.wrote && !j->notify)
 		j->notify = strdup("");
-	/* a refusal says why in the log as at the mount (not a 404: an
-	 * unknown route or name is no mistake of the store's) */
-	if (r->ans.status >= 500)
-		fs_log("http: %s %.200s: %d %.200s", r->method, r->path,
-		    r->ans.status, r->ans.body ? r->ans.body : "");
-	else if (r->ans.status >= 400 && r->ans.status != 404)
-		fs_logl(FSL_INFO, "http: %s %.200s: %d %.200s", r->method,
-		    r->path, r->ans.status, r->ans.body ? r->ans.body : "");
-	if (r->ans.note[0])
-		fs_logl(FSL_INFO, "http: %s %.200s: %s", r->method, r->path,
-		    r->ans.note);
+	if (j->rc == -EBUSY)
+		fs_logl(FSL_INFO, "http: %s %.200s: %d, to run again: %.200s",
+		    r->method, r->path, r->ans.status,
+		    r->ans.body ? r->ans.body : "");
+	else
+		answer_log(r);
 }
 
 static void
@@ -218,7 +229,12 @@ http_reply(struct job *j)
 	int st = HR_SUBMITTING;
 
 	watch_drop(r);      /* watched is the watcher's, under H.mu */
-	r->rc = j->rc == -EBUSY && r->ans.busy ? 0 : j->rc;
+	r->rc = j->rc;
+	if (j->rc == -EBUSY && r->ans.busy) {
+		/* no run again left: the last run's answer goes out */
+		answer_log(r);
+		r->rc = 0;
+	}
 	r->done = true;
 	/* answered on the submitter's own thread, or before it suspended:
 	 * the submitter answers; else the connection waits to be resumed */
@@ -323,8 +339,7 @@ submit(struct MHD_Connection *c, struct hreq *r, const char *url,
 	/* a push runs again after a deadlock or a lost claim, as a publish
 	 * does: its answer is made again (http_run), and nothing of the
 	 * try before was kept */
-	hj->j.redo = strcmp(method, "POST") == 0 &&
-	    strcmp(url, "/api/v1/push") == 0;
+	hj->j.redo = queen_http_redoable(method, url);
 	hj->j.evloop = true;
 	/* answered at once when this thread ran it and it needs no sync:
 	 * no suspend and resume, no wake-up of this thread by another */

@@ -98,13 +98,18 @@ api_run(struct job *j, struct queen *q)
 	h->len = resp ? strlen(resp) : 0;
 	h->api_rc = rc;
 	pthread_mutex_unlock(&fs_lock);
-	if (rc != 0)
-		fs_log("api/%s: the call failed: %.200s", h->node->name,
-		    resp ? resp : "");
 	/* a push the store refused for a passing reason runs again (the
 	 * engine's redo); if it may not, the answer made here is read */
-	if (rc == -EBUSY && j->redo)
+	if (rc == -EBUSY && j->redo) {
 		j->rc = -EBUSY;
+		fs_logl(FSL_INFO,
+		    "api/%s: the call failed, to run again: "
+		    "%.200s",
+		    h->node->name, resp ? resp : "");
+	} else if (rc != 0) {
+		fs_log("api/%s: the call failed: %.200s", h->node->name,
+		    resp ? resp : "");
+	}
 	/* a push may have made something available: wake every waiter */
 	if (!strcmp(h->node->name, "push") ||
 	    !strcmp(h->node->name, "transaction") ||
@@ -138,8 +143,12 @@ api_reply(struct job *j)
 	h->api_state = API_DONE;
 	if (j->redo)
 		api_release(h);
-	if (j->rc == -EBUSY && j->redo)
-		j->rc = 0; /* no run again left: its answer says why */
+	if (j->rc == -EBUSY && j->redo) {
+		/* no run again left: its answer says why */
+		fs_log("api/%s: the call failed: %.200s", h->node->name,
+		    h->text ? h->text : "");
+		j->rc = 0;
+	}
 	if (j->rc == -ENODATA) {
 		/* the wait ran out: an empty pop is the answer */
 		free(h->text);

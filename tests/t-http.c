@@ -3,7 +3,8 @@
  * no sockets: routing and status codes (201, 204, 400, 404, 409, 413),
  * the push and pop shapes, the Default partition, a long poll's -EAGAIN
  * and what it asks to watch, group start, queue purge with its dedup
- * state, the DLQ listing, a pop over several partitions and traces.
+ * state, the DLQ listing, a pop over several partitions, traces, and
+ * which routes a front end may run again.
  * Answers are parsed with jansson.
  */
 #include <errno.h>
@@ -321,6 +322,41 @@ test_traces(void)
 	fix_close(&f);
 }
 
+/* The calls a front end may run again whole after a passing refusal
+ * (ans.busy) are the pushes, however the path spells the push route. */
+static void
+test_redoable(void)
+{
+	static const struct {
+		const char *method, *path;
+		bool redo;
+	} c[] = {
+		{ "POST", "/api/v1/push", true },
+		{ "POST", "/api/v1/push/", true },
+		{ "POST", "//api//v1/push", true },
+		{ "GET", "/api/v1/push", false },
+		{ "POST", "/api/v1/push/x", false },
+		{ "POST", "/api/v1/pushes", false },
+		{ "POST", "/api/v1/ack", false },
+		{ "POST", "/api/v1/transaction", false },
+		{ "POST", "/push", false },
+		{ "POST", "/a/b/c/d/e/f/g/h/i", false },
+	};
+	struct fix f;
+	struct queen *q = fix_open(&f, "http-redoable");
+	struct res r;
+
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
+		is_int(queen_http_redoable(c[i].method, c[i].path), c[i].redo,
+		    "%s %s", c[i].method, c[i].path);
+	/* the router agrees: the spelling with a slash pushes */
+	r = call(q, "POST", "/api/v1/push/", NULL, 0,
+	    "{\"items\":[{\"queue\":\"rd\",\"payload\":1}]}", NULL);
+	is_int(r.status, 201, "POST /api/v1/push/ pushes");
+	json_decref(r.js);
+	fix_close(&f);
+}
+
 int
 main(void)
 {
@@ -332,5 +368,6 @@ main(void)
 	test_too_large();
 	test_partitions();
 	test_traces();
+	test_redoable();
 	return done_testing();
 }

@@ -306,12 +306,43 @@ route(struct hctx *h)
 	return rc;
 }
 
+/* h->r->path into h->seg; false if it has more segments than fit. */
+static bool
+split(struct hctx *h)
+{
+	char *save = NULL;
+
+	snprintf(h->pathbuf, sizeof(h->pathbuf), "%s", h->r->path);
+	for (char *t = strtok_r(h->pathbuf, "/", &save); t;
+	     t = strtok_r(NULL, "/", &save)) {
+		if (h->nseg == sizeof(h->seg) / sizeof(h->seg[0]))
+			return false;
+		h->seg[h->nseg++] = t;
+	}
+	return true;
+}
+
+/*
+ * Whether route() sends this request to a push: the one route whose
+ * call keeps nothing when the store refuses it with ans.busy, so that
+ * the caller may run it again whole.
+ */
+bool
+queen_http_redoable(const char *method, const char *path)
+{
+	struct queen_http_req r = { .method = method, .path = path };
+	struct hctx h;
+
+	memset(&h, 0, sizeof(h));
+	h.r = &r;
+	return split(&h) && is(&h, "POST", 3, "api", "v1", "push");
+}
+
 int
 queen_http(struct queen *q, const struct queen_http_req *r,
     struct queen_http_answer *ans, struct queen_api_wait *wait)
 {
 	struct hctx h;
-	char *save = NULL;
 	int rc;
 
 	memset(&h, 0, sizeof(h));
@@ -323,13 +354,8 @@ queen_http(struct queen *q, const struct queen_http_req *r,
 	if (r->len > QUEEN_API_MAX_BODY)
 		return refuse(&h, 413, "the body is over %u bytes",
 		    QUEEN_API_MAX_BODY);
-	snprintf(h.pathbuf, sizeof(h.pathbuf), "%s", r->path);
-	for (char *t = strtok_r(h.pathbuf, "/", &save); t;
-	    t = strtok_r(NULL, "/", &save)) {
-		if (h.nseg == sizeof(h.seg) / sizeof(h.seg[0]))
-			return refuse(&h, 404, "no route %.200s", r->path);
-		h.seg[h.nseg++] = t;
-	}
+	if (!split(&h))
+		return refuse(&h, 404, "no route %.200s", r->path);
 	rc = route(&h);
 	if (rc == -ENOMEM && !ans->body)
 		ans->status = 500;
