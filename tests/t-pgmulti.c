@@ -3417,6 +3417,76 @@ test_push_claim(void)
 	fix_close(&f);
 }
 
+/*
+ * An ack (as a rename makes it: by its lease) locks its cursor's row
+ * from its read to its COMMIT, a round trip later.  Nothing else waits
+ * for that row: it is leased, and what else touches a cursor passes
+ * over a leased one (a push's wake-up of caught-up cursors) or skips a
+ * locked one (a pop, the tick).  With a's ack open, b, whose statements
+ * wait at most 500 ms for a row, pushes into the partition, pops the
+ * other partition and runs the tick, none of them held up; only an
+ * ack of the same lease waits, and times out.  Then a's ack commits
+ * and b pops the message after the acked one.
+ */
+static void
+test_ack_holds(void)
+{
+	struct fix f;
+	struct queen *a = fix_open(&f, "pgm-ackhold");
+	struct queen *b = open_with(&f, NULL, "lock_timeout%3D500");
+	struct queen_batch *ba = NULL, *bb = NULL;
+	struct queen_ack_item it;
+	struct queen_ack_result r;
+	bool more = false;
+	int rc;
+
+	is_int(push1(a, Q, "p", "m1", "x"), 1, "ack holds: push m1 into p");
+	is_int(push1(a, Q, "p", "m2", "x"), 2, "ack holds: and m2");
+	is_int(push1(a, Q, "o", "o1", "x"), 1, "ack holds: push o1 into o");
+	rc = pop1(a, Q, "p", NULL, 1, &ba);
+	is_int(rc, 0, "ack holds: a leases m1");
+	if (rc != 0) {
+		queen_close(b);
+		fix_close(&f);
+		return;
+	}
+	memset(&it, 0, sizeof(it));
+	it.txid = "m1";
+	it.status = "completed";
+	it.lease_id = ba->lease_id;
+	is_int(queen_batch_begin(a, 0), 0, "ack holds: a opens a batch");
+	memset(&r, 0, sizeof(r));
+	ok(queen_ack(a, &it, 1, &r) == 0 && r.success,
+	    "ack holds: a acks m1 by its lease in it (%s)", r.error);
+
+	rc = (int)push1(b, Q, "p", "m3", "x");
+	is_int(rc, 3, "ack holds: b pushes m3 into p meanwhile (%s)",
+	    rc < 0 ? queen_errmsg(b) : "ok");
+	rc = pop1(b, Q, NULL, NULL, 1, &bb);
+	ok(rc == 0 && bb && bb->n == 1 && strcmp(bb->msgs[0].txid, "o1") == 0,
+	    "ack holds: b pops o1, passing over p (%d %s)", rc,
+	    rc < 0 ? queen_errmsg(b) : "ok");
+	queen_batch_free(bb);
+	bb = NULL;
+	ok(queen_maintain(b, &more) >= 0, "ack holds: b's tick runs (%s)",
+	    queen_errmsg(b));
+	memset(&r, 0, sizeof(r));
+	is_int(queen_ack(b, &it, 1, &r), -EBUSY,
+	    "ack holds: b's ack of the same lease waits for the row");
+	ok(strstr(queen_errmsg(b), "lock timeout") != NULL,
+	    "ack holds: and times out (%s)", queen_errmsg(b));
+	is_int(queen_batch_commit(a), 0, "ack holds: a commits");
+	queen_batch_free(ba);
+
+	rc = pop1(b, Q, "p", NULL, 1, &bb);
+	ok(rc == 0 && bb && bb->n == 1 && strcmp(bb->msgs[0].txid, "m2") == 0,
+	    "ack holds: then b pops m2 (%d)", rc);
+	queen_batch_free(bb);
+	is_int(committed(b, Q, NULL, "p"), 1, "ack holds: p committed to m1");
+	queen_close(b);
+	fix_close(&f);
+}
+
 int
 main(void)
 {
@@ -3437,6 +3507,7 @@ main(void)
 	test_events();
 	test_maint_locks();
 	test_push_claim();
+	test_ack_holds();
 	test_migrate();
 	test_hot_acks();
 	test_dlq_lookup();
