@@ -51,6 +51,13 @@ api_run(struct job *j, struct queen *q)
 		if (map == MAP_FAILED) {
 			fs_log("api/%s: mapping the spooled request: %s",
 			    h->node->name, strerror(errno));
+			/* a run again's: the run before's answer is not
+			 * this run's, and is not to be read */
+			pthread_mutex_lock(&fs_lock);
+			free(h->text);
+			h->text = NULL;
+			h->len = 0;
+			pthread_mutex_unlock(&fs_lock);
 			j->rc = -ENOMEM;
 			return;
 		}
