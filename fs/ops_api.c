@@ -10,8 +10,8 @@
  * request past API_MEM_MAX is kept in an unlinked file of the spool dir
  * (beside the store; $TMPDIR or /tmp with PostgreSQL) and handed to core
  * as a read-only mapping, so the daemon holds no heap copy of it; the
- * request goes as soon as it has run (a push's once it is answered: it
- * may run again), and the heap is trimmed.
+ * request goes as soon as it has run (a push's or a transaction's once
+ * it is answered: it may run again), and the heap is trimmed.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -70,8 +70,8 @@ api_run(struct job *j, struct queen *q)
 	if (map)
 		munmap(map, h->req_len);
 	if (rc != -EAGAIN && !j->redo) {
-		/* the request has run: nothing reads it again (a push's
-		 * goes at the answer, for a run again: api_reply) */
+		/* the request has run: nothing reads it again (one that
+		 * may run again goes at the answer: api_reply) */
 		pthread_mutex_lock(&fs_lock);
 		api_release(h);
 		pthread_mutex_unlock(&fs_lock);
@@ -105,8 +105,9 @@ api_run(struct job *j, struct queen *q)
 	h->len = resp ? strlen(resp) : 0;
 	h->api_rc = rc;
 	pthread_mutex_unlock(&fs_lock);
-	/* a push the store refused for a passing reason runs again (the
-	 * engine's redo); if it may not, the answer made here is read */
+	/* a push or a transaction the store refused for a passing reason
+	 * runs again (the engine's redo); if it may not, the answer made
+	 * here is read */
 	if (rc == -EBUSY && j->redo) {
 		j->rc = -EBUSY;
 		fs_logl(FSL_INFO,
@@ -191,9 +192,10 @@ api_submit(fuse_req_t req, struct handle *h, size_t size, bool flush)
 		return;
 	}
 	aj->j.write = true;
-	/* a push runs again after a deadlock or a lost claim (its request
-	 * is kept until the answer): see api_run */
-	aj->j.redo = strcmp(h->node->name, "push") == 0;
+	/* a push or a transaction runs again after a deadlock or a lost
+	 * claim (its request is kept until the answer): see api_run */
+	aj->j.redo = strcmp(h->node->name, "push") == 0 ||
+	    strcmp(h->node->name, "transaction") == 0;
 	aj->h = h;
 	aj->size = size;
 	aj->flush = flush;

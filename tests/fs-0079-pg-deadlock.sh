@@ -839,6 +839,54 @@ test_expect_success CURL 'an HTTP push and an api/push whose claims are lost run
 	test_is d "$(cat "$C/partitions/default/d")" "the file"
 '
 
+# Transactions too: an HTTP transaction (mount h) that acks a lease and
+# pushes, and a write to api/transaction (mount c) that pushes, into a
+# queue whose row psql holds while a file's claim waits for it first.
+# Both claims are lost; each transaction runs again whole, its ack
+# applied once, and each client gets one answer, committed.
+test_expect_success CURL 'an HTTP transaction and an api/transaction whose claims are lost run again' '
+	test -n "$H" &&
+	T=$MNT/queues/ct &&
+	mkdir "$T" "$MNT/queues/cts" &&
+	echo c0 >"$T/c0" &&
+	echo s1 >"$MNT/queues/cts/s1" &&
+	settled "${MNT##*/}" &&
+	curl -s "http://$H/api/v1/pop/queue/cts?batch=1&wait=false" >pop.json &&
+	lease=$(python3 -c "import json, sys; print(json.load(sys.stdin)[\"messages\"][0][\"leaseId\"])" <pop.json) &&
+	pid=$(python3 -c "import json, sys; print(json.load(sys.stdin)[\"messages\"][0][\"partitionId\"])" <pop.json) &&
+	test -n "$lease" && test -n "$pid" &&
+	l1=$(stat_of "$TRASH/h/sys/stats" pg_push_claims_lost) &&
+	l2=$(stat_of "$TRASH/c/sys/stats" pg_push_claims_lost) &&
+	hold ct &&
+	echo d >"$T/d" &&
+	wait_until 20 "test \"\$(lock_waits)\" -ge 1" &&
+	{ curl -s -o htx.body -w "%{http_code}\n" -X POST -d "{\"operations\":[
+		{\"type\":\"ack\",\"transactionId\":\"s1\",\"partitionId\":\"$pid\",\"status\":\"completed\"},
+		{\"type\":\"push\",\"items\":[{\"queue\":\"ct\",\"transactionId\":\"ht\",\"payload\":\"h\"}]}],
+		\"requiredLeases\":[\"$lease\"]}" \
+		"http://$H/api/v1/transaction" >htx.code & } && cp_=$! && track_pid $cp_ &&
+	wait_until 20 "test \"\$(lock_waits)\" -ge 2" &&
+	{ api_push "$TRASH/c/api/transaction" \
+		"{\"operations\":[{\"type\":\"push\",\"items\":[{\"queue\":\"ct\",\"transactionId\":\"at\",\"payload\":\"a\"}]}]}" \
+		>atx.out & } && ap_=$! && track_pid $ap_ &&
+	wait_until 20 "test \"\$(lock_waits)\" -ge 3" &&
+	unhold ct &&
+	wait "$cp_" && wait "$ap_" &&
+	test_is 200 "$(cat htx.code)" "the HTTP status" &&
+	grep -q "\"success\":true" htx.body &&
+	grep -q "\"success\":true" atx.out &&
+	test_is 1 $(( $(stat_of "$TRASH/h/sys/stats" pg_push_claims_lost) - l1 )) \
+	    "claims the HTTP daemon lost" &&
+	test_is 1 $(( $(stat_of "$TRASH/c/sys/stats" pg_push_claims_lost) - l2 )) \
+	    "claims the api/transaction mount lost" &&
+	test_is 4 "$(stat_of "$T/stats" messages)" "messages" &&
+	test_is "\"h\"" "$(cat "$T/partitions/default/ht")" "the HTTP push" &&
+	test_is "\"a\"" "$(cat "$T/partitions/default/at")" "the api push" &&
+	test_is 204 "$(curl -s -o /dev/null -w "%{http_code}" \
+	    "http://$H/api/v1/pop/queue/cts?batch=1&wait=false")" "s1 acked" &&
+	test_is 1 "$(stat_of "$MNT/queues/cts/stats" messages)" "cts keeps s1"
+'
+
 # An HTTP push whose own read of the row times out (the run again reads
 # it locked) runs again too, not only one whose commit failed: on a
 # daemon whose lock timeout is 1 s, psql holds the row until the push

@@ -323,7 +323,8 @@ test_traces(void)
 }
 
 /* The calls a front end may run again whole after a passing refusal
- * (ans.busy) are the pushes, however the path spells the push route. */
+ * (ans.busy) are the pushes and transactions, however the path spells
+ * their routes. */
 static void
 test_redoable(void)
 {
@@ -338,7 +339,9 @@ test_redoable(void)
 		{ "POST", "/api/v1/push/x", false },
 		{ "POST", "/api/v1/pushes", false },
 		{ "POST", "/api/v1/ack", false },
-		{ "POST", "/api/v1/transaction", false },
+		{ "POST", "/api/v1/transaction", true },
+		{ "POST", "/api/v1/transaction/", true },
+		{ "GET", "/api/v1/transaction", false },
 		{ "POST", "/push", false },
 		{ "POST", "/a/b/c/d/e/f/g/h/i", false },
 	};

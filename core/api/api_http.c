@@ -323,9 +323,10 @@ split(struct hctx *h)
 }
 
 /*
- * Whether route() sends this request to a push: the one route whose
- * call keeps nothing when the store refuses it with ans.busy, so that
- * the caller may run it again whole.
+ * Whether route() sends this request to a push or a transaction: the
+ * routes whose call is one all-or-nothing change of the store, which
+ * keeps nothing when the store refuses it with ans.busy, so that the
+ * caller may run it again whole.
  */
 bool
 queen_http_redoable(const char *method, const char *path)
@@ -335,7 +336,9 @@ queen_http_redoable(const char *method, const char *path)
 
 	memset(&h, 0, sizeof(h));
 	h.r = &r;
-	return split(&h) && is(&h, "POST", 3, "api", "v1", "push");
+	return split(&h) &&
+	    (is(&h, "POST", 3, "api", "v1", "push") ||
+		is(&h, "POST", 3, "api", "v1", "transaction"));
 }
 
 int
