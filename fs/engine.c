@@ -806,6 +806,12 @@ can_redo(const struct job *j)
 	return j->redo && j->tries < REDO_MAX;
 }
 
+bool
+engine_will_redo(const struct job *j)
+{
+	return can_redo(j);
+}
+
 /* whether the jobs from j on may wait for another batch again */
 static bool
 may_defer(const struct job *j)
@@ -994,7 +1000,7 @@ run_batch(struct job *list)
 		 * first (nothing is held now: a batch that held publishes
 		 * back ran only pops) */
 		if (nredo)
-			fs_log("%zu pushes rolled back by a deadlock, a lock "
+			fs_log("%zu writes rolled back by a deadlock, a lock "
 			       "timeout or a serialization failure: run again",
 			    nredo);
 		*rt = unrun;
@@ -1404,7 +1410,7 @@ engine_poll_drop(struct handle *h)
 }
 
 /* counted after their commit, on whichever thread answers them */
-static _Atomic uint64_t n_pushes, n_duplicates;
+static _Atomic uint64_t n_pushes, n_duplicates, n_acks;
 
 void
 engine_counters(struct engine_counters *out)
@@ -1412,6 +1418,7 @@ engine_counters(struct engine_counters *out)
 	*out = E.c;
 	out->pushes = atomic_load(&n_pushes);
 	out->duplicates = atomic_load(&n_duplicates);
+	out->acks = atomic_load(&n_acks);
 }
 
 /* the part of the round trips the readers' connection made */
@@ -1432,7 +1439,7 @@ engine_count_push(bool dup)
 void
 engine_count_ack(void)
 {
-	E.c.acks++;
+	atomic_fetch_add(&n_acks, 1);
 }
 
 void

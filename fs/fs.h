@@ -293,6 +293,8 @@ int spool_open(const char *db, const char *mnt, enum queen_sync sync);
 int engine_start(struct queen *q, struct queen *rq);
 void engine_stop(void);
 void engine_submit(struct job *j);
+/* whether j, failing with -EBUSY in its run now, will be run again */
+bool engine_will_redo(const struct job *j);
 void engine_poll_watch(struct handle *h, const char *queue,
     struct fuse_pollhandle *ph, int64_t due);
 void engine_poll_drop(struct handle *h);

@@ -213,7 +213,7 @@ http_run(struct job *j, struct queen *q)
 		j->rc = -EBUSY;
 	if (r->ans.wrote && !j->notify)
 		j->notify = strdup("");
-	if (j->rc == -EBUSY)
+	if (j->rc == -EBUSY && engine_will_redo(j))
 		fs_logl(FSL_INFO, "http: %s %.200s: %d, to run again: %.200s",
 		    r->method, r->path, r->ans.status,
 		    r->ans.body ? r->ans.body : "");
@@ -229,12 +229,9 @@ http_reply(struct job *j)
 	int st = HR_SUBMITTING;
 
 	watch_drop(r);      /* watched is the watcher's, under H.mu */
-	r->rc = j->rc;
-	if (j->rc == -EBUSY && r->ans.busy) {
-		/* no run again left: the last run's answer goes out */
-		answer_log(r);
-		r->rc = 0;
-	}
+	/* no run again left: the last run's answer goes out (logged by
+	 * http_run) */
+	r->rc = j->rc == -EBUSY && r->ans.busy ? 0 : j->rc;
 	r->done = true;
 	/* answered on the submitter's own thread, or before it suspended:
 	 * the submitter answers; else the connection waits to be resumed */

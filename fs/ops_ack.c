@@ -25,6 +25,7 @@ struct ack_job {
 	char *what;             /* "from -> to", for the log */
 	const char *status;
 	char *queue, *part, *group, *lease;
+	char *noted;            /* the name whose error note the ack took */
 	bool whole;             /* leased/L -> ack/L */
 	bool released;          /* the ack ended the lease */
 };
@@ -50,6 +51,11 @@ ack_run(struct job *j, struct queen *q)
 	char tx[QUEEN_TXID_MAX + 1], nm[NAME_MAX_BYTES + 1];
 	const char *name = aj->name;  /* notes are kept by file name */
 
+	/* a run again starts afresh: what the run before kept was rolled
+	 * back, and the note it read is still there */
+	free(aj->noted);
+	aj->noted = NULL;
+	aj->released = false;
 	memset(&it, 0, sizeof(it));
 	memset(&res, 0, sizeof(res));
 	it.status = aj->status;
@@ -59,7 +65,7 @@ ack_run(struct job *j, struct queen *q)
 		/* the ack finds the lease's partition itself, its cursor
 		 * read (locked) with the lease and the message */
 		it.lease_id = aj->lease;
-		error = note_take(aj->lease, name);
+		error = note_get(aj->lease, name);
 		it.error = error;
 	} else if (aj->lease) {
 		if ((rc = queen_lease_get(q, aj->lease, &li)) < 0) {
@@ -82,33 +88,35 @@ ack_run(struct job *j, struct queen *q)
 			.txid;
 		name = txid_to_name(it.txid, nm, sizeof(nm)) == 0 ? nm :
 								    it.txid;
-		error = note_take(aj->lease, name);
+		error = note_get(aj->lease, name);
 		it.error = error;
 	} else {
 		it.queue = aj->queue;
 		it.partition = aj->part;
 	}
 	if ((rc = queen_ack(q, &it, 1, &res)) < 0) {
-		j->rc = -EIO;
+		/* a deadlock or a lock timeout: the engine runs it again */
+		j->rc = rc == -EBUSY ? -EBUSY : -EIO;
 		reason = queen_errmsg(q);
 	} else if (!res.success) {
 		j->rc = res.err ? res.err : -EIO;
 		reason = res.error;
 	} else {
 		j->rc = 0;
-		if (aj->lease)
-			lease_acked(aj->lease, aj->whole ? NULL : name);
 		aj->released = res.lease_released;
-		engine_count_ack();
+		/* the note goes, and the mount's view of the lease changes,
+		 * once the ack is committed (ack_reply) */
+		if (error && aj->lease && !(aj->noted = strdup(name)))
+			j->rc = -ENOMEM;
 		j->notify = strdup(aj->queue);
 	}
 out:
-	if (j->rc < 0) {
+	if (j->rc == -EBUSY && engine_will_redo(j))
+		fs_logl(FSL_INFO, "rename %s: %s (to run again)", aj->what,
+		    reason ? reason : "");
+	else if (j->rc < 0)
 		fs_log("rename %s: %s (%s)", aj->what, reason ? reason : "",
-		    errname(j->rc));
-		if (error && aj->lease)
-			note_set(aj->lease, name, error, fs_now());
-	}
+		    errname(j->rc == -EBUSY ? -EIO : j->rc));
 	free(error);
 	queen_batch_free(b);
 }
@@ -118,7 +126,14 @@ ack_reply(struct job *j)
 {
 	struct ack_job *aj = (struct ack_job *)j;
 
+	if (j->rc == -EBUSY)
+		j->rc = -EIO; /* no run again left (ack_run logged it) */
 	if (j->rc == 0) {
+		if (aj->lease)
+			lease_acked(aj->lease, aj->whole ? NULL : aj->name);
+		if (aj->noted)
+			free(note_take(aj->lease, aj->noted));
+		engine_count_ack();
 		node_unhash(aj->srcdir, aj->name);
 		/* the kernel moved the entry into the sink: let it go */
 		inval_later(aj->sink, aj->name);
@@ -134,6 +149,7 @@ ack_reply(struct job *j)
 	free(aj->part);
 	free(aj->group);
 	free(aj->lease);
+	free(aj->noted);
 }
 
 static char *
@@ -167,6 +183,10 @@ ack_rename(fuse_req_t req, struct node *p, const char *name,
 	if (!(aj = job_new(sizeof(*aj), ack_run, ack_reply, req)))
 		return -ENOMEM;
 	aj->j.write = true;
+	/* all or nothing in the store, and what it changes in the mount
+	 * waits for the commit: it runs again after a deadlock or a lost
+	 * claim of the batch it is in */
+	aj->j.redo = true;
 	aj->srcdir = p;
 	aj->sink = np->ino;
 	aj->leased = p->kind == K_LEASE && p->parent ? p->parent->ino : 0;

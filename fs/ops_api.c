@@ -51,13 +51,6 @@ api_run(struct job *j, struct queen *q)
 		if (map == MAP_FAILED) {
 			fs_log("api/%s: mapping the spooled request: %s",
 			    h->node->name, strerror(errno));
-			/* a run again's: the run before's answer is not
-			 * this run's, and is not to be read */
-			pthread_mutex_lock(&fs_lock);
-			free(h->text);
-			h->text = NULL;
-			h->len = 0;
-			pthread_mutex_unlock(&fs_lock);
 			j->rc = -ENOMEM;
 			return;
 		}
@@ -108,8 +101,9 @@ api_run(struct job *j, struct queen *q)
 	/* a push or a transaction the store refused for a passing reason
 	 * runs again (the engine's redo); if it may not, the answer made
 	 * here is read */
-	if (rc == -EBUSY && j->redo) {
+	if (rc == -EBUSY && j->redo)
 		j->rc = -EBUSY;
+	if (j->rc == -EBUSY && engine_will_redo(j)) {
 		fs_logl(FSL_INFO,
 		    "api/%s: the call failed, to run again: "
 		    "%.200s",
@@ -151,12 +145,8 @@ api_reply(struct job *j)
 	h->api_state = API_DONE;
 	if (j->redo)
 		api_release(h);
-	if (j->rc == -EBUSY && j->redo) {
-		/* no run again left: its answer says why */
-		fs_log("api/%s: the call failed: %.200s", h->node->name,
-		    h->text ? h->text : "");
-		j->rc = 0;
-	}
+	if (j->rc == -EBUSY && j->redo)
+		j->rc = 0; /* no run again left: its answer says why */
 	if (j->rc == -ENODATA) {
 		/* the wait ran out: an empty pop is the answer */
 		free(h->text);
@@ -164,8 +154,14 @@ api_reply(struct job *j)
 		h->len = h->text ? strlen(h->text) : 0;
 		j->rc = h->text ? 0 : -ENOMEM;
 	}
-	if (j->rc < 0)
+	if (j->rc < 0) {
+		/* what the run answered was not committed (or not made):
+		 * a later read must not find it */
 		h->api_rc = j->rc;
+		free(h->text);
+		h->text = NULL;
+		h->len = 0;
+	}
 	pthread_mutex_unlock(&fs_lock);
 	if (j->redo)
 		malloc_trim(0);

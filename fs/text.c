@@ -401,9 +401,9 @@ text_metrics(struct queen *q, struct cred *who, char **out, size_t *len)
 	counter(f, "queenfs_commit_failures_total", "counter",
 	    "Failed commits.", c.commit_failures);
 	counter(f, "queenfs_publish_redos_total", "counter",
-	    "Pushes (files, HTTP, api/push) run again at once after a "
-	    "deadlock, a lock timeout or a serialization failure rolled "
-	    "them back.",
+	    "Writes (pushes, transactions, acks by rename) run again at "
+	    "once after a deadlock, a lock timeout or a serialization "
+	    "failure rolled them back.",
 	    c.redos);
 	queen_claims(q, &claims, &claims_lost);
 	counter(f, "queenfs_pg_push_claims_total", "counter",

@@ -238,6 +238,38 @@ test_expect_success 'a publish waiting to run again survives a kill -9 of its da
 	test_is "read:EAGAIN" "$(sed -n 1p out)" "nothing more"
 '
 
+# An ack by rename on that daemon whose read of its cursor times out
+# (psql holds the row for a while) runs again, and the rename returns 0
+# once the row is free (it failed with EIO before); the log says each
+# failed run is to run again.  The next read gets the next message (a1
+# still leased, it would find nothing: wait = 0).
+test_expect_success 'an ack by rename whose cursor is held runs again and returns 0' '
+	A=$TRASH/b/queues/ka &&
+	mkdir "$MNT/queues/ka" &&
+	printf "lease_time = 300\nwait = 0\n" >"$MNT/queues/ka/config" &&
+	echo a1 >"$MNT/queues/ka/a1" &&
+	echo a2 >"$MNT/queues/ka/a2" &&
+	sysc read "$A/next" >out &&
+	test_is ok "$(sed -n 1p out)" "the read" &&
+	n=$(sed -n 2p out) &&
+	test_is a1 "$(basename "$n")" "the message read" &&
+	r0=$(grep -c "(to run again)" b.log || :) &&
+	hold ka "SELECT 1 FROM cursors c JOIN partitions p ON p.id = c.partition_id
+	    JOIN queues q ON q.id = p.queue_id WHERE q.name = '"'"'ka'"'"'
+	    FOR UPDATE OF c" &&
+	{ sysc rename "$A/$n" "$A/ack/a1" >mv.out & } && mvp=$! &&
+	track_pid $mvp &&
+	wait_until 20 "grep -q \"rename queues/ka/leased/.*lock timeout\" b.log" &&
+	unhold ka && wait "$mvp" &&
+	test_is ok "$(cat mv.out)" "the rename" &&
+	test "$(grep -c "(to run again)" b.log)" -gt "$r0" &&
+	grep -q "writes rolled back by a deadlock, a lock timeout" b.log &&
+	! grep -q "rename .*ka.*(EIO)" b.log &&
+	sysc read_nonblock "$A/next" >out &&
+	test_is ok "$(sed -n 1p out)" "the next read (a1 leased: EAGAIN)" &&
+	test_is a2 "$(basename "$(sed -n 2p out)")" "the next message"
+'
+
 # The same daemon (its statements wait at most 300 ms for a row) under a
 # stream of pushes into a partition psql holds, one every 0.1 s, each
 # publish failing and run again: a read of another queue's next that
@@ -740,11 +772,8 @@ test_expect_success 'a file written by an exec descriptor and children loses its
 	hold ce &&
 	echo c >"$TRASH/c/queues/ce/c" &&
 	wait_until 20 "test \"\$(lock_waits)\" -ge 1" &&
-	exec 7>"$E/x" &&
-	echo x1 >&7 &&
-	(echo x2 >&7) &&
-	sh -c "echo x3 >&7" &&
-	exec 7>&- &&
+	sh -c '"'"'exec 7>"$1" && echo x1 >&7 && (echo x2 >&7) &&
+	    sh -c "echo x3 >&7" && exec 7>&-'"'"' sh "$E/x" &&
 	wait_until 20 "test \"\$(lock_waits)\" -ge 2" &&
 	unhold ce &&
 	settled "${MNT##*/}" && settled c &&
@@ -882,9 +911,8 @@ test_expect_success CURL 'an HTTP transaction and an api/transaction whose claim
 	test_is 4 "$(stat_of "$T/stats" messages)" "messages" &&
 	test_is "\"h\"" "$(cat "$T/partitions/default/ht")" "the HTTP push" &&
 	test_is "\"a\"" "$(cat "$T/partitions/default/at")" "the api push" &&
-	test_is 204 "$(curl -s -o /dev/null -w "%{http_code}" \
-	    "http://$H/api/v1/pop/queue/cts?batch=1&wait=false")" "s1 acked" &&
-	test_is 1 "$(stat_of "$MNT/queues/cts/stats" messages)" "cts keeps s1"
+	test_is 0 "$(stat_of "$MNT/queues/cts/stats" depth)" "s1 acked" &&
+	test_is 0 "$(stat_of "$MNT/queues/cts/stats" leases)" "its lease ended"
 '
 
 # An HTTP push whose own read of the row times out (the run again reads
@@ -933,6 +961,51 @@ test_expect_success 'an api/push whose read times out runs again and lands' '
 	test_is "\"t\"" "$(cat "$C/partitions/default/at")" "the push" &&
 	grep -q "api/push: the call failed, to run again" "$TRASH/hb.log" &&
 	! grep "api/push: the call failed: " "$TRASH/hb.log"
+'
+
+# A transaction whose own read of the row times out is refused by the
+# engine as "reserved" (the store was busy); the daemon runs it again
+# as it does a push, and the client gets the committed answer (it got
+# success false, reason reserved, before): through HTTP, then through
+# api/transaction, on the daemon whose lock timeout is 1 s.
+test_expect_success CURL 'an HTTP transaction whose read times out runs again and commits' '
+	C=$MNT/queues/cl5 &&
+	mkdir "$C" &&
+	echo c0 >"$C/c0" &&
+	settled "${MNT##*/}" &&
+	r0=$(grep -c "run again" "$TRASH/hb.log" || :) &&
+	hold cl5 &&
+	{ curl -s -o h5.body -w "%{http_code}\n" -X POST \
+		-d "{\"operations\":[{\"type\":\"push\",\"items\":[{\"queue\":\"cl5\",\"transactionId\":\"ht\",\"payload\":\"h\"}]}]}" \
+		"http://$H2/api/v1/transaction" >h5.code & } && cp_=$! &&
+	track_pid $cp_ &&
+	wait_until 20 "test \$(grep -c \"run again\" \"$TRASH/hb.log\") -ge $((r0 + 2))" &&
+	unhold cl5 &&
+	wait "$cp_" &&
+	test_is 200 "$(cat h5.code)" "the HTTP status" &&
+	grep -q "\"success\":true" h5.body &&
+	grep -q "POST /api/v1/transaction: 200, to run again: .*reserved" \
+	    "$TRASH/hb.log" &&
+	test_is "\"h\"" "$(cat "$C/partitions/default/ht")" "the push"
+'
+
+test_expect_success 'an api/transaction whose read times out runs again and commits' '
+	C=$MNT/queues/cl6 &&
+	mkdir "$C" &&
+	echo c0 >"$C/c0" &&
+	settled "${MNT##*/}" &&
+	r0=$(grep -c "run again" "$TRASH/hb.log" || :) &&
+	hold cl6 &&
+	{ api_push "$TRASH/hb/api/transaction" \
+		"{\"operations\":[{\"type\":\"push\",\"items\":[{\"queue\":\"cl6\",\"transactionId\":\"at\",\"payload\":\"a\"}]}]}" \
+		>a6.out & } && ap_=$! && track_pid $ap_ &&
+	wait_until 20 "test \$(grep -c \"run again\" \"$TRASH/hb.log\") -ge $((r0 + 2))" &&
+	unhold cl6 &&
+	wait "$ap_" &&
+	grep -q "\"success\":true" a6.out &&
+	grep -q "api/transaction: the call failed, to run again: .*reserved" \
+	    "$TRASH/hb.log" &&
+	test_is "\"a\"" "$(cat "$C/partitions/default/at")" "the push"
 '
 
 # The gate for a user who is not the mount's owner: a daemon mounted

@@ -372,7 +372,9 @@ api_transaction(struct apictx *a, json_t *req, int *rc)
 		if (r->failed_index >= 0)
 			json_object_set_new(out, "failedIndex",
 			    json_integer(r->failed_index));
-		*rc = -EIO;
+		/* reserved: the store was busy (a deadlock, a lock
+		 * timeout), and a run again may commit */
+		*rc = r->reason == QUEEN_TXN_RESERVED ? -EBUSY : -EIO;
 		goto out_free;
 	}
 	res = json_array();

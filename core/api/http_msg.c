@@ -609,6 +609,8 @@ do_transaction(struct hctx *h, json_t *b)
 		return -ENOMEM;
 	rc = queen_api(h->q, "transaction", req, strlen(req), &resp);
 	free(req);
+	/* refused as reserved (the store was busy): it may run again */
+	h->ans->busy = rc == -EBUSY;
 	if (!resp)
 		return -ENOMEM;
 	ans = json_loads(resp, 0, &e);
