@@ -16,8 +16,9 @@
  * input answers a JSON error with reason bad_request or too_large.
  * Returns 0 when the call as a whole succeeded, -EIO when it failed (the
  * answer says why), -EBUSY when the store refused it for a passing reason
- * (a deadlock, a lock timeout: nothing of it was kept, and running it
- * again may succeed), or -ENOMEM / -EINVAL (unknown endpoint).
+ * (a deadlock, a lock timeout, a transaction's "reserved": nothing of it
+ * was kept, and running it again may succeed), or -ENOMEM / -EINVAL
+ * (unknown endpoint).
  */
 int queen_api(struct queen *q, const char *endpoint, const char *req,
     size_t len, char **resp);
@@ -65,9 +66,9 @@ struct queen_http_answer {
 	char *body;
 	bool text;
 	bool wrote;
-	/* status 500 because the store refused the call for a passing
-	 * reason (a deadlock, a lock timeout): nothing of it was kept, and
-	 * running it again may succeed */
+	/* the store refused the call for a passing reason (a deadlock, a
+	 * lock timeout): a 500, or a transaction's 200 refusal "reserved";
+	 * nothing of it was kept, and running it again may succeed */
 	bool busy;
 	char note[192]; /* for the log: a bad number replaced by its default */
 };

@@ -27,6 +27,7 @@ struct ack_job {
 	char *queue, *part, *group, *lease;
 	char *noted;            /* the name whose error note the ack took */
 	bool whole;             /* leased/L -> ack/L */
+	bool acked;             /* the run acked something */
 	bool released;          /* the ack ended the lease */
 };
 
@@ -55,7 +56,7 @@ ack_run(struct job *j, struct queen *q)
 	 * back, and the note it read is still there */
 	free(aj->noted);
 	aj->noted = NULL;
-	aj->released = false;
+	aj->acked = aj->released = false;
 	memset(&it, 0, sizeof(it));
 	memset(&res, 0, sizeof(res));
 	it.status = aj->status;
@@ -94,6 +95,12 @@ ack_run(struct job *j, struct queen *q)
 		it.queue = aj->queue;
 		it.partition = aj->part;
 	}
+	/* the note goes once the ack is committed (ack_reply) */
+	if (error && !(aj->noted = strdup(name))) {
+		j->rc = -ENOMEM;
+		reason = "out of memory";
+		goto out;
+	}
 	if ((rc = queen_ack(q, &it, 1, &res)) < 0) {
 		/* a deadlock or a lock timeout: the engine runs it again */
 		j->rc = rc == -EBUSY ? -EBUSY : -EIO;
@@ -103,11 +110,8 @@ ack_run(struct job *j, struct queen *q)
 		reason = res.error;
 	} else {
 		j->rc = 0;
+		aj->acked = true;
 		aj->released = res.lease_released;
-		/* the note goes, and the mount's view of the lease changes,
-		 * once the ack is committed (ack_reply) */
-		if (error && aj->lease && !(aj->noted = strdup(name)))
-			j->rc = -ENOMEM;
 		j->notify = strdup(aj->queue);
 	}
 out:
@@ -128,12 +132,15 @@ ack_reply(struct job *j)
 
 	if (j->rc == -EBUSY)
 		j->rc = -EIO; /* no run again left (ack_run logged it) */
-	if (j->rc == 0) {
+	if (j->rc == 0 && aj->acked) {
+		/* committed: the mount's view of the lease changes now */
 		if (aj->lease)
 			lease_acked(aj->lease, aj->whole ? NULL : aj->name);
 		if (aj->noted)
 			free(note_take(aj->lease, aj->noted));
 		engine_count_ack();
+	}
+	if (j->rc == 0) {
 		node_unhash(aj->srcdir, aj->name);
 		/* the kernel moved the entry into the sink: let it go */
 		inval_later(aj->sink, aj->name);
