@@ -74,8 +74,8 @@ struct queen_http_answer {
 };
 int queen_http(struct queen *q, const struct queen_http_req *r,
     struct queen_http_answer *ans, struct queen_api_wait *wait);
-/* a push or a transaction: a call of it the store refused with ans.busy
- * may run again */
+/* a push, an ack or a transaction: a call of it the store refused with
+ * ans.busy may run again */
 bool queen_http_redoable(const char *method, const char *path);
 
 #define QUEEN_API_MAX_BODY (64u << 20)

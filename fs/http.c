@@ -206,9 +206,9 @@ http_run(struct job *j, struct queen *q)
 		return;
 	}
 	j->rc = rc;
-	/* a push or a transaction the store refused for a passing reason runs again (the
-	 * engine's redo), its answer made again; if it may not, the answer
-	 * made here goes (http_reply) */
+	/* a push, an ack or a transaction the store refused for a passing
+	 * reason runs again (the engine's redo), its answer made again; if
+	 * it may not, the answer made here goes (http_reply) */
 	if (rc == 0 && j->redo && r->ans.busy)
 		j->rc = -EBUSY;
 	if (r->ans.wrote && !j->notify)
@@ -333,9 +333,9 @@ submit(struct MHD_Connection *c, struct hreq *r, const char *url,
 	 * (a pop takes a lease: lazy, as through the mount) */
 	hj->j.write = strcmp(method, "GET") != 0 || strstr(url, "/pop/");
 	hj->j.lazy = strcmp(method, "GET") == 0;
-	/* a push or a transaction runs again after a deadlock or a lost
-	 * claim, as a publish does: its answer is made again (http_run),
-	 * and nothing of the try before was kept */
+	/* a push, an ack or a transaction runs again after a deadlock or a
+	 * lost claim, as a publish does: its answer is made again
+	 * (http_run), and nothing of the try before was kept */
 	hj->j.redo = queen_http_redoable(method, url);
 	hj->j.evloop = true;
 	/* answered at once when this thread ran it and it needs no sync:

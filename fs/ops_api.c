@@ -98,9 +98,9 @@ api_run(struct job *j, struct queen *q)
 	h->len = resp ? strlen(resp) : 0;
 	h->api_rc = rc;
 	pthread_mutex_unlock(&fs_lock);
-	/* a push or a transaction the store refused for a passing reason
-	 * runs again (the engine's redo); if it may not, the answer made
-	 * here is read */
+	/* a push, an ack or a transaction the store refused for a passing
+	 * reason runs again (the engine's redo); if it may not, the answer
+	 * made here is read */
 	if (rc == -EBUSY && j->redo)
 		j->rc = -EBUSY;
 	if (j->rc == -EBUSY && engine_will_redo(j)) {
@@ -188,9 +188,10 @@ api_submit(fuse_req_t req, struct handle *h, size_t size, bool flush)
 		return;
 	}
 	aj->j.write = true;
-	/* a push or a transaction runs again after a deadlock or a lost
-	 * claim (its request is kept until the answer): see api_run */
+	/* a push, an ack or a transaction runs again after a deadlock or a
+	 * lost claim (its request is kept until the answer): see api_run */
 	aj->j.redo = strcmp(h->node->name, "push") == 0 ||
+	    strcmp(h->node->name, "ack") == 0 ||
 	    strcmp(h->node->name, "transaction") == 0;
 	aj->h = h;
 	aj->size = size;

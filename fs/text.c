@@ -401,7 +401,7 @@ text_metrics(struct queen *q, struct cred *who, char **out, size_t *len)
 	counter(f, "queenfs_commit_failures_total", "counter",
 	    "Failed commits.", c.commit_failures);
 	counter(f, "queenfs_publish_redos_total", "counter",
-	    "Writes (pushes, transactions, acks by rename) run again at "
+	    "Writes (pushes, acks, transactions) run again at "
 	    "once after a deadlock, a lock timeout or a serialization "
 	    "failure rolled them back.",
 	    c.redos);

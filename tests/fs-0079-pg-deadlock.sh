@@ -1009,6 +1009,58 @@ test_expect_success 'an api/transaction whose read times out runs again and comm
 	test_is "\"a\"" "$(cat "$C/partitions/default/at")" "the push"
 '
 
+# Acks through HTTP and api/ack on that daemon whose cursor psql holds
+# past the lock timeout: each runs again and answers success once the
+# row is free (HTTP answered each item failed, api/ack failed the call,
+# before).
+# hb_pop QUEUE: pop one message of QUEUE through hb's HTTP; its lease id
+# and partition id in $lease and $pid
+hb_pop () {
+	curl -s "http://$H2/api/v1/pop/queue/$1?batch=1&wait=false" >pop.json &&
+	lease=$(python3 -c "import json, sys; print(json.load(sys.stdin)[\"messages\"][0][\"leaseId\"])" <pop.json) &&
+	pid=$(python3 -c "import json, sys; print(json.load(sys.stdin)[\"messages\"][0][\"partitionId\"])" <pop.json)
+}
+# hold_cursor QUEUE: psql holds QUEUE's cursors (see hold)
+hold_cursor () {
+	hold "$1" "SELECT 1 FROM cursors c JOIN partitions p ON
+	    p.id = c.partition_id JOIN queues q ON q.id = p.queue_id
+	    WHERE q.name = '$1' FOR UPDATE OF c"
+}
+test_expect_success CURL 'an HTTP ack and an api/ack whose cursor is held run again and succeed' '
+	K=$MNT/queues/ak &&
+	mkdir "$K" &&
+	printf "lease_time = 300\nwait = 0\n" >"$K/config" &&
+	echo k1 >"$K/k1" &&
+	echo k2 >"$K/k2" &&
+	settled "${MNT##*/}" &&
+	hb_pop ak &&
+	r0=$(grep -c "run again" "$TRASH/hb.log" || :) &&
+	hold_cursor ak &&
+	{ curl -s -o hk.body -w "%{http_code}\n" -X POST \
+		-d "{\"transactionId\":\"k1\",\"partitionId\":\"$pid\",\"leaseId\":\"$lease\",\"status\":\"completed\"}" \
+		"http://$H2/api/v1/ack" >hk.code & } && cp_=$! &&
+	track_pid $cp_ &&
+	wait_until 20 "test \$(grep -c \"run again\" \"$TRASH/hb.log\") -ge $((r0 + 2))" &&
+	unhold ak &&
+	wait "$cp_" &&
+	test_is 200 "$(cat hk.code)" "the HTTP status" &&
+	grep -q "\"success\":true" hk.body &&
+	grep -q "POST /api/v1/ack: 200, to run again" "$TRASH/hb.log" &&
+	hb_pop ak &&
+	r0=$(grep -c "run again" "$TRASH/hb.log" || :) &&
+	hold_cursor ak &&
+	{ api_push "$TRASH/hb/api/ack" \
+		"{\"transactionId\":\"k2\",\"partitionId\":\"$pid\",\"leaseId\":\"$lease\",\"status\":\"completed\"}" \
+		>ak.out & } && ap_=$! && track_pid $ap_ &&
+	wait_until 20 "test \$(grep -c \"run again\" \"$TRASH/hb.log\") -ge $((r0 + 2))" &&
+	unhold ak &&
+	wait "$ap_" &&
+	grep -q "\"success\":true" ak.out &&
+	grep -q "api/ack: the call failed, to run again" "$TRASH/hb.log" &&
+	test_is 0 "$(stat_of "$K/stats" depth)" "both acked" &&
+	test_is 0 "$(stat_of "$K/stats" leases)" "no lease left"
+'
+
 # The gate for a user who is not the mount's owner: a daemon mounted
 # with allow_other,default_permissions, a queue uid 4242 made 0700.  The
 # user's publishes kept and gated behind each other read back to the

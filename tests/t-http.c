@@ -323,8 +323,8 @@ test_traces(void)
 }
 
 /* The calls a front end may run again whole after a passing refusal
- * (ans.busy) are the pushes and transactions, however the path spells
- * their routes. */
+ * (ans.busy) are the pushes, acks and transactions, however the path
+ * spells their routes. */
 static void
 test_redoable(void)
 {
@@ -338,7 +338,10 @@ test_redoable(void)
 		{ "GET", "/api/v1/push", false },
 		{ "POST", "/api/v1/push/x", false },
 		{ "POST", "/api/v1/pushes", false },
-		{ "POST", "/api/v1/ack", false },
+		{ "POST", "/api/v1/ack", true },
+		{ "POST", "/api/v1/ack/batch", true },
+		{ "POST", "/api/v1/ack/other", false },
+		{ "POST", "/api/v1/lease/x/extend", false },
 		{ "POST", "/api/v1/transaction", true },
 		{ "POST", "/api/v1/transaction/", true },
 		{ "GET", "/api/v1/transaction", false },

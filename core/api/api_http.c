@@ -323,10 +323,10 @@ split(struct hctx *h)
 }
 
 /*
- * Whether route() sends this request to a push or a transaction: the
- * routes whose call is one all-or-nothing change of the store, which
- * keeps nothing when the store refuses it with ans.busy, so that the
- * caller may run it again whole.
+ * Whether route() sends this request to a push, an ack or a
+ * transaction: the routes whose call is one all-or-nothing change of the
+ * store, which keeps nothing when the store refuses it with ans.busy, so
+ * that the caller may run it again whole.
  */
 bool
 queen_http_redoable(const char *method, const char *path)
@@ -338,6 +338,8 @@ queen_http_redoable(const char *method, const char *path)
 	h.r = &r;
 	return split(&h) &&
 	    (is(&h, "POST", 3, "api", "v1", "push") ||
+		is(&h, "POST", 3, "api", "v1", "ack") ||
+		is(&h, "POST", 4, "api", "v1", "ack", "batch") ||
 		is(&h, "POST", 3, "api", "v1", "transaction"));
 }
 

@@ -516,6 +516,7 @@ do_ack(struct hctx *h, json_t *b, bool batch)
 	const char *group = json_is_string(g) ?
 	    group_in(json_string_value(g)) : NULL;
 	size_t n, i;
+	int rc = 0;
 
 	if (batch && !json_is_array(arr))
 		return refuse(h, 400, "'acknowledgments' must be an array");
@@ -532,7 +533,10 @@ do_ack(struct hctx *h, json_t *b, bool batch)
 		    &items[i], i) < 0)
 			goto out;
 	if (n)
-		queen_ack(h->q, items, n, res);   /* failures: per item */
+		rc = queen_ack(h->q, items, n, res); /* failures: per item */
+	/* the store was busy (a deadlock, a lock timeout): nothing of the
+	 * call was kept, and it may run again */
+	h->ans->busy = rc == -EBUSY;
 	h->ans->wrote = true;
 	/* one result per item, written as text */
 	jw_raw(&w, "[", 1);
