@@ -217,6 +217,10 @@ http_run(struct job *j, struct queen *q)
 		fs_logl(FSL_INFO, "http: %s %.200s: %d, to run again: %.200s",
 		    r->method, r->path, r->ans.status,
 		    r->ans.body ? r->ans.body : "");
+	else if (j->rc == -EBUSY) /* an ack's or a transaction's 200 too */
+		fs_log("http: %s %.200s: %d, the store stayed busy: %.200s",
+		    r->method, r->path, r->ans.status,
+		    r->ans.body ? r->ans.body : "");
 	else
 		answer_log(r);
 }

@@ -80,7 +80,7 @@ ack_run(struct job *j, struct queen *q)
 		if ((rc = queen_lease_read(q, aj->lease, false, &b)) < 0 ||
 		    !b || b->n == 0) {
 			j->rc = rc < 0 ? rc : 0;
-			reason = QUEEN_E_LEASE;
+			reason = rc < 0 ? queen_errmsg(q) : QUEEN_E_LEASE;
 			goto out;
 		}
 		/* completed: the span's end; failed/retry: its start */
