@@ -20,6 +20,9 @@
  * was kept, and running it again may succeed), or -ENOMEM / -EINVAL
  * (unknown endpoint).
  */
+/* a push, an ack or a transaction: a call of it refused with -EBUSY kept
+ * nothing and may run again whole */
+bool queen_api_redoable(const char *endpoint);
 int queen_api(struct queen *q, const char *endpoint, const char *req,
     size_t len, char **resp);
 

@@ -25,7 +25,8 @@ struct ack_job {
 	char *what;             /* "from -> to", for the log */
 	const char *status;
 	char *queue, *part, *group, *lease;
-	char *noted;            /* the name whose error note the ack took */
+	char *noted;            /* the name of the error note the run read
+				 * (taken at the reply, once committed) */
 	bool whole;             /* leased/L -> ack/L */
 	bool acked;             /* the run acked something */
 	bool released;          /* the ack ended the lease */

@@ -10,8 +10,8 @@
  * request past API_MEM_MAX is kept in an unlinked file of the spool dir
  * (beside the store; $TMPDIR or /tmp with PostgreSQL) and handed to core
  * as a read-only mapping, so the daemon holds no heap copy of it; the
- * request goes as soon as it has run (a push's or a transaction's once
- * it is answered: it may run again), and the heap is trimmed.
+ * request goes as soon as it has run (one that may run again, once it is
+ * answered: queen_api_redoable), and the heap is trimmed.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -190,9 +190,7 @@ api_submit(fuse_req_t req, struct handle *h, size_t size, bool flush)
 	aj->j.write = true;
 	/* a push, an ack or a transaction runs again after a deadlock or a
 	 * lost claim (its request is kept until the answer): see api_run */
-	aj->j.redo = strcmp(h->node->name, "push") == 0 ||
-	    strcmp(h->node->name, "ack") == 0 ||
-	    strcmp(h->node->name, "transaction") == 0;
+	aj->j.redo = queen_api_redoable(h->node->name);
 	aj->h = h;
 	aj->size = size;
 	aj->flush = flush;

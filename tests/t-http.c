@@ -355,6 +355,11 @@ test_redoable(void)
 	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
 		is_int(queen_http_redoable(c[i].method, c[i].path), c[i].redo,
 		    "%s %s", c[i].method, c[i].path);
+	/* and the api/ files' calls of the same kinds */
+	ok(queen_api_redoable("push") && queen_api_redoable("ack") &&
+		queen_api_redoable("transaction") &&
+		!queen_api_redoable("pop") && !queen_api_redoable("renew"),
+	    "api: push, ack, transaction run again; pop, renew do not");
 	/* the router agrees: the spelling with a slash pushes */
 	r = call(q, "POST", "/api/v1/push/", NULL, 0,
 	    "{\"items\":[{\"queue\":\"rd\",\"payload\":1}]}", NULL);

@@ -746,6 +746,17 @@ do_renew(struct apictx *a, json_t *req, int *rc)
 }
 
 
+/*
+ * The calls that are one all-or-nothing change of the store: refused
+ * with -EBUSY they kept nothing, and may run again whole.
+ */
+bool
+queen_api_redoable(const char *endpoint)
+{
+	return !strcmp(endpoint, "push") || !strcmp(endpoint, "ack") ||
+	    !strcmp(endpoint, "transaction");
+}
+
 int
 queen_api(struct queen *q, const char *endpoint, const char *req, size_t len,
     char **resp)

@@ -323,10 +323,9 @@ split(struct hctx *h)
 }
 
 /*
- * Whether route() sends this request to a push, an ack or a
- * transaction: the routes whose call is one all-or-nothing change of the
- * store, which keeps nothing when the store refuses it with ans.busy, so
- * that the caller may run it again whole.
+ * Whether route() sends this request to a call queen_api_redoable names
+ * (a push, an ack or a transaction), which keeps nothing when the store
+ * refuses it with ans.busy, so that the caller may run it again whole.
  */
 bool
 queen_http_redoable(const char *method, const char *path)
@@ -336,11 +335,11 @@ queen_http_redoable(const char *method, const char *path)
 
 	memset(&h, 0, sizeof(h));
 	h.r = &r;
-	return split(&h) &&
-	    (is(&h, "POST", 3, "api", "v1", "push") ||
-		is(&h, "POST", 3, "api", "v1", "ack") ||
-		is(&h, "POST", 4, "api", "v1", "ack", "batch") ||
-		is(&h, "POST", 3, "api", "v1", "transaction"));
+	if (!split(&h) || h.nseg < 3 || strcmp(method, "POST") ||
+	    strcmp(h.seg[0], "api") || strcmp(h.seg[1], "v1"))
+		return false;
+	return (h.nseg == 3 && queen_api_redoable(h.seg[2])) ||
+	    is(&h, "POST", 4, "api", "v1", "ack", "batch");
 }
 
 int
