@@ -79,6 +79,13 @@ EOF
 	wait_until 10 "test -f held-$1"
 }
 
+# hold_cursor QUEUE: psql holds QUEUE's cursors (see hold)
+hold_cursor () {
+	hold "$1" "SELECT 1 FROM cursors c JOIN partitions p ON
+	    p.id = c.partition_id JOIN queues q ON q.id = p.queue_id
+	    WHERE q.name = '$1' FOR UPDATE OF c"
+}
+
 # unhold QUEUE: let hold's transaction commit, and wait for it
 unhold () {
 	touch "go-$1" && wait "$hp"
@@ -116,12 +123,71 @@ os.write(fd, sys.argv[2].encode())
 sys.stdout.write(os.read(fd, 65536).decode())" "$1" "$2"
 }
 
+# http_post OUT ADDR PATH JSON: POST JSON to ADDR's PATH; the status in
+# OUT.code, the body in OUT.body
+http_post () {
+	curl -s -o "$1.body" -w "%{http_code}\n" -X POST -d "$4" \
+	    "http://$2$3" >"$1.code"
+}
+
 # http_push ADDR QUEUE TXID PAYLOAD OUT: POST one item to ADDR's
-# /api/v1/push; the status in OUT.code, the body in OUT.body
+# /api/v1/push (as http_post OUT)
 http_push () {
-	curl -s -o "$5.body" -w "%{http_code}\n" -X POST \
-	    -d "{\"items\":[{\"queue\":\"$2\",\"transactionId\":\"$3\",\"payload\":\"$4\"}]}" \
-	    "http://$1/api/v1/push" >"$5.code"
+	http_post "$5" "$1" /api/v1/push \
+	    "{\"items\":[{\"queue\":\"$2\",\"transactionId\":\"$3\",\"payload\":\"$4\"}]}"
+}
+
+# http_pop ADDR QUEUE: pop one message of QUEUE through ADDR's HTTP; its
+# lease id and partition id in $lease and $pid
+http_pop () {
+	curl -s "http://$1/api/v1/pop/queue/$2?batch=1&wait=false" >pop.json &&
+	lease=$(python3 -c "import json, sys; print(json.load(sys.stdin)[\"messages\"][0][\"leaseId\"])" <pop.json) &&
+	pid=$(python3 -c "import json, sys; print(json.load(sys.stdin)[\"messages\"][0][\"partitionId\"])" <pop.json) &&
+	test -n "$lease" && test -n "$pid"
+}
+
+# api_out OUT FILE JSON: api_push FILE JSON, its answer into OUT
+api_out () {
+	api_push "$2" "$3" >"$1"
+}
+
+# fresh_queue DIR: a new queue at DIR, with one message (c0) that made
+# its partition's row, published
+fresh_queue () {
+	mkdir "$1" &&
+	echo c0 >"$1/c0" &&
+	settled "${MNT##*/}"
+}
+
+# claim_race QUEUE HOUT HPATH HJSON AOUT AFILE AJSON: with QUEUE's rows
+# held, the file d written into QUEUE through the mount, then HJSON
+# posted to mount h's HPATH (as http_post HOUT), then AJSON written to
+# the api FILE AFILE (as api_out AOUT), each once the ones before wait
+# for the row; then the rows let go, and all three waited for
+claim_race () {
+	hold "$1" &&
+	echo d >"$MNT/queues/$1/d" &&
+	wait_until 20 "test \"\$(lock_waits)\" -ge 1" &&
+	{ http_post "$2" "$H" "$3" "$4" & } && cr_h_=$! && track_pid $cr_h_ &&
+	wait_until 20 "test \"\$(lock_waits)\" -ge 2" &&
+	{ api_out "$5" "$6" "$7" & } && cr_a_=$! && track_pid $cr_a_ &&
+	wait_until 20 "test \"\$(lock_waits)\" -ge 3" &&
+	unhold "$1" &&
+	wait "$cr_h_" && wait "$cr_a_"
+}
+
+# redo_on_hb HOLD QUEUE CMD...: with HOLD QUEUE (hold, or hold_cursor)
+# in place, run CMD in the background, wait until mount hb's log says a
+# run of it failed and runs again, then let the row go and wait for CMD
+redo_on_hb () {
+	rh_hold_=$1 rh_q_=$2
+	shift 2
+	rh0_=$(grep -c "run again" "$TRASH/hb.log" 2>/dev/null || :) &&
+	$rh_hold_ "$rh_q_" &&
+	{ "$@" & } && rh_pid_=$! && track_pid $rh_pid_ &&
+	wait_until 20 "test \$(grep -c \"run again\" \"$TRASH/hb.log\") -ge $((rh0_ + 2))" &&
+	unhold "$rh_q_" &&
+	wait "$rh_pid_"
 }
 
 # settled [MOUNT]: wait until MOUNT (b) has nothing staged
@@ -255,9 +321,7 @@ test_expect_success 'an ack by rename whose cursor is held runs again and return
 	test_is ok "$(sed -n 1p out)" "the read" &&
 	n=$(sed -n 2p out) &&
 	test_is a1 "$(basename "$n")" "the message read" &&
-	hold ka "SELECT 1 FROM cursors c JOIN partitions p ON p.id = c.partition_id
-	    JOIN queues q ON q.id = p.queue_id WHERE q.name = '"'"'ka'"'"'
-	    FOR UPDATE OF c" &&
+	hold_cursor ka &&
 	{ sysc rename "$A/$n" "$A/ack/a1" >mv.out & } && mvp=$! &&
 	track_pid $mvp &&
 	wait_until 20 "grep -q \"rename queues/ka/leased/.*lock timeout\" ka.log" &&
@@ -731,9 +795,7 @@ test_expect_success 'a kept timer write reads back, and rm and touch wait for it
 # serialization failure and runs again, and both files land once.
 test_expect_success 'two mounts claim one partition: the loser runs again and lands' '
 	C=$MNT/queues/cl &&
-	mkdir "$C" &&
-	echo c0 >"$C/c0" &&
-	settled "${MNT##*/}" &&
+	fresh_queue "$C" &&
 	mount_extra c --db "$(pg_uri "$SCHEMA")" &&
 	l0=$(stat_of "$MNT/sys/stats" pg_push_claims_lost) &&
 	l1=$(stat_of "$TRASH/c/sys/stats" pg_push_claims_lost) &&
@@ -833,24 +895,15 @@ test_expect_success 'a daemon killed while its claim waits: the file lands once'
 test_expect_success CURL 'an HTTP push and an api/push whose claims are lost run again and answer once' '
 	H=$(free_addr) &&
 	C=$MNT/queues/cl2 &&
-	mkdir "$C" &&
-	echo c0 >"$C/c0" &&
-	settled "${MNT##*/}" &&
+	fresh_queue "$C" &&
 	mount_extra h --db "$(pg_uri "$SCHEMA")" --listen "$H" &&
 	l0=$(stat_of "$MNT/sys/stats" pg_push_claims_lost) &&
 	l1=$(stat_of "$TRASH/h/sys/stats" pg_push_claims_lost) &&
-	hold cl2 &&
-	echo d >"$C/d" &&
-	wait_until 20 "test \"\$(lock_waits)\" -ge 1" &&
-	{ http_push "$H" cl2 hp h hp & } && cp_=$! && track_pid $cp_ &&
-	wait_until 20 "test \"\$(lock_waits)\" -ge 2" &&
 	l2=$(stat_of "$TRASH/c/sys/stats" pg_push_claims_lost) &&
-	{ api_push "$TRASH/c/api/push" \
-		"{\"items\":[{\"queue\":\"cl2\",\"transactionId\":\"ap\",\"payload\":\"a\"}]}" \
-		>ap.out & } && ap_=$! && track_pid $ap_ &&
-	wait_until 20 "test \"\$(lock_waits)\" -ge 3" &&
-	unhold cl2 &&
-	wait "$cp_" && wait "$ap_" &&
+	claim_race cl2 hp /api/v1/push \
+	    "{\"items\":[{\"queue\":\"cl2\",\"transactionId\":\"hp\",\"payload\":\"h\"}]}" \
+	    ap.out "$TRASH/c/api/push" \
+	    "{\"items\":[{\"queue\":\"cl2\",\"transactionId\":\"ap\",\"payload\":\"a\"}]}" &&
 	test_is 201 "$(cat hp.code)" "the HTTP status" &&
 	test_is 1 "$(grep -o "\"queued\"" ap.out | wc -l)" "api/push answers queued" &&
 	test_is 1 $(( $(stat_of "$TRASH/c/sys/stats" pg_push_claims_lost) - l2 )) \
@@ -881,27 +934,15 @@ test_expect_success CURL 'an HTTP transaction and an api/transaction whose claim
 	echo c0 >"$T/c0" &&
 	echo s1 >"$MNT/queues/cts/s1" &&
 	settled "${MNT##*/}" &&
-	curl -s "http://$H/api/v1/pop/queue/cts?batch=1&wait=false" >pop.json &&
-	lease=$(python3 -c "import json, sys; print(json.load(sys.stdin)[\"messages\"][0][\"leaseId\"])" <pop.json) &&
-	pid=$(python3 -c "import json, sys; print(json.load(sys.stdin)[\"messages\"][0][\"partitionId\"])" <pop.json) &&
-	test -n "$lease" && test -n "$pid" &&
+	http_pop "$H" cts &&
 	l1=$(stat_of "$TRASH/h/sys/stats" pg_push_claims_lost) &&
 	l2=$(stat_of "$TRASH/c/sys/stats" pg_push_claims_lost) &&
-	hold ct &&
-	echo d >"$T/d" &&
-	wait_until 20 "test \"\$(lock_waits)\" -ge 1" &&
-	{ curl -s -o htx.body -w "%{http_code}\n" -X POST -d "{\"operations\":[
+	claim_race ct htx /api/v1/transaction "{\"operations\":[
 		{\"type\":\"ack\",\"transactionId\":\"s1\",\"partitionId\":\"$pid\",\"status\":\"completed\"},
 		{\"type\":\"push\",\"items\":[{\"queue\":\"ct\",\"transactionId\":\"ht\",\"payload\":\"h\"}]}],
 		\"requiredLeases\":[\"$lease\"]}" \
-		"http://$H/api/v1/transaction" >htx.code & } && cp_=$! && track_pid $cp_ &&
-	wait_until 20 "test \"\$(lock_waits)\" -ge 2" &&
-	{ api_push "$TRASH/c/api/transaction" \
-		"{\"operations\":[{\"type\":\"push\",\"items\":[{\"queue\":\"ct\",\"transactionId\":\"at\",\"payload\":\"a\"}]}]}" \
-		>atx.out & } && ap_=$! && track_pid $ap_ &&
-	wait_until 20 "test \"\$(lock_waits)\" -ge 3" &&
-	unhold ct &&
-	wait "$cp_" && wait "$ap_" &&
+	    atx.out "$TRASH/c/api/transaction" \
+	    "{\"operations\":[{\"type\":\"push\",\"items\":[{\"queue\":\"ct\",\"transactionId\":\"at\",\"payload\":\"a\"}]}]}" &&
 	test_is 200 "$(cat htx.code)" "the HTTP status" &&
 	grep -q "\"success\":true" htx.body &&
 	grep -q "\"success\":true" atx.out &&
@@ -925,17 +966,11 @@ test_expect_success CURL 'an HTTP transaction and an api/transaction whose claim
 test_expect_success CURL 'an HTTP push whose read times out runs again and lands' '
 	H2=$(free_addr) &&
 	C=$MNT/queues/cl3 &&
-	mkdir "$C" &&
-	echo c0 >"$C/c0" &&
-	settled "${MNT##*/}" &&
+	fresh_queue "$C" &&
 	mount_extra hb --db "$(pg_uri "$SCHEMA")%20-clock_timeout%3D1000" \
 	    --listen "$H2" &&
-	hold cl3 &&
-	{ http_push "$H2" cl3 ht t ht & } && cp_=$! && track_pid $cp_ &&
-	wait_until 20 "test \$(grep -c \"run again\" \"$TRASH/hb.log\") -ge 2" &&
+	redo_on_hb hold cl3 http_push "$H2" cl3 ht t ht &&
 	grep -q "canceling statement due to lock timeout" "$TRASH/hb.log" &&
-	unhold cl3 &&
-	wait "$cp_" &&
 	test_is 201 "$(cat ht.code)" "the HTTP status" &&
 	grep -q "\"queued\"" ht.body &&
 	test_is "\"t\"" "$(cat "$C/partitions/default/ht")" "the push" &&
@@ -947,17 +982,9 @@ test_expect_success CURL 'an HTTP push whose read times out runs again and lands
 # is read once it has landed.
 test_expect_success 'an api/push whose read times out runs again and lands' '
 	C=$MNT/queues/cl4 &&
-	mkdir "$C" &&
-	echo c0 >"$C/c0" &&
-	settled "${MNT##*/}" &&
-	r0=$(grep -c "run again" "$TRASH/hb.log") &&
-	hold cl4 &&
-	{ api_push "$TRASH/hb/api/push" \
-		"{\"items\":[{\"queue\":\"cl4\",\"transactionId\":\"at\",\"payload\":\"t\"}]}" \
-		>at.out & } && ap_=$! && track_pid $ap_ &&
-	wait_until 20 "test \$(grep -c \"run again\" \"$TRASH/hb.log\") -ge $((r0 + 2))" &&
-	unhold cl4 &&
-	wait "$ap_" &&
+	fresh_queue "$C" &&
+	redo_on_hb hold cl4 api_out at.out "$TRASH/hb/api/push" \
+	    "{\"items\":[{\"queue\":\"cl4\",\"transactionId\":\"at\",\"payload\":\"t\"}]}" &&
 	test_is 1 "$(grep -o "\"queued\"" at.out | wc -l)" "api/push answers queued" &&
 	test_is "\"t\"" "$(cat "$C/partitions/default/at")" "the push" &&
 	grep -q "api/push: the call failed, to run again" "$TRASH/hb.log" &&
@@ -971,18 +998,9 @@ test_expect_success 'an api/push whose read times out runs again and lands' '
 # api/transaction, on the daemon whose lock timeout is 1 s.
 test_expect_success CURL 'an HTTP transaction whose read times out runs again and commits' '
 	C=$MNT/queues/cl5 &&
-	mkdir "$C" &&
-	echo c0 >"$C/c0" &&
-	settled "${MNT##*/}" &&
-	r0=$(grep -c "run again" "$TRASH/hb.log" || :) &&
-	hold cl5 &&
-	{ curl -s -o h5.body -w "%{http_code}\n" -X POST \
-		-d "{\"operations\":[{\"type\":\"push\",\"items\":[{\"queue\":\"cl5\",\"transactionId\":\"ht\",\"payload\":\"h\"}]}]}" \
-		"http://$H2/api/v1/transaction" >h5.code & } && cp_=$! &&
-	track_pid $cp_ &&
-	wait_until 20 "test \$(grep -c \"run again\" \"$TRASH/hb.log\") -ge $((r0 + 2))" &&
-	unhold cl5 &&
-	wait "$cp_" &&
+	fresh_queue "$C" &&
+	redo_on_hb hold cl5 http_post h5 "$H2" /api/v1/transaction \
+	    "{\"operations\":[{\"type\":\"push\",\"items\":[{\"queue\":\"cl5\",\"transactionId\":\"ht\",\"payload\":\"h\"}]}]}" &&
 	test_is 200 "$(cat h5.code)" "the HTTP status" &&
 	grep -q "\"success\":true" h5.body &&
 	grep -q "POST /api/v1/transaction: 200, to run again: .*reserved" \
@@ -992,17 +1010,9 @@ test_expect_success CURL 'an HTTP transaction whose read times out runs again an
 
 test_expect_success 'an api/transaction whose read times out runs again and commits' '
 	C=$MNT/queues/cl6 &&
-	mkdir "$C" &&
-	echo c0 >"$C/c0" &&
-	settled "${MNT##*/}" &&
-	r0=$(grep -c "run again" "$TRASH/hb.log" || :) &&
-	hold cl6 &&
-	{ api_push "$TRASH/hb/api/transaction" \
-		"{\"operations\":[{\"type\":\"push\",\"items\":[{\"queue\":\"cl6\",\"transactionId\":\"at\",\"payload\":\"a\"}]}]}" \
-		>a6.out & } && ap_=$! && track_pid $ap_ &&
-	wait_until 20 "test \$(grep -c \"run again\" \"$TRASH/hb.log\") -ge $((r0 + 2))" &&
-	unhold cl6 &&
-	wait "$ap_" &&
+	fresh_queue "$C" &&
+	redo_on_hb hold cl6 api_out a6.out "$TRASH/hb/api/transaction" \
+	    "{\"operations\":[{\"type\":\"push\",\"items\":[{\"queue\":\"cl6\",\"transactionId\":\"at\",\"payload\":\"a\"}]}]}" &&
 	grep -q "\"success\":true" a6.out &&
 	grep -q "api/transaction: the call failed, to run again: .*reserved" \
 	    "$TRASH/hb.log" &&
@@ -1013,19 +1023,6 @@ test_expect_success 'an api/transaction whose read times out runs again and comm
 # past the lock timeout: each runs again and answers success once the
 # row is free (HTTP answered each item failed, api/ack failed the call,
 # before).
-# hb_pop QUEUE: pop one message of QUEUE through hb's HTTP; its lease id
-# and partition id in $lease and $pid
-hb_pop () {
-	curl -s "http://$H2/api/v1/pop/queue/$1?batch=1&wait=false" >pop.json &&
-	lease=$(python3 -c "import json, sys; print(json.load(sys.stdin)[\"messages\"][0][\"leaseId\"])" <pop.json) &&
-	pid=$(python3 -c "import json, sys; print(json.load(sys.stdin)[\"messages\"][0][\"partitionId\"])" <pop.json)
-}
-# hold_cursor QUEUE: psql holds QUEUE's cursors (see hold)
-hold_cursor () {
-	hold "$1" "SELECT 1 FROM cursors c JOIN partitions p ON
-	    p.id = c.partition_id JOIN queues q ON q.id = p.queue_id
-	    WHERE q.name = '$1' FOR UPDATE OF c"
-}
 test_expect_success CURL 'an HTTP ack and an api/ack whose cursor is held run again and succeed' '
 	K=$MNT/queues/ak &&
 	mkdir "$K" &&
@@ -1033,28 +1030,15 @@ test_expect_success CURL 'an HTTP ack and an api/ack whose cursor is held run ag
 	echo k1 >"$K/k1" &&
 	echo k2 >"$K/k2" &&
 	settled "${MNT##*/}" &&
-	hb_pop ak &&
-	r0=$(grep -c "run again" "$TRASH/hb.log" || :) &&
-	hold_cursor ak &&
-	{ curl -s -o hk.body -w "%{http_code}\n" -X POST \
-		-d "{\"transactionId\":\"k1\",\"partitionId\":\"$pid\",\"leaseId\":\"$lease\",\"status\":\"completed\"}" \
-		"http://$H2/api/v1/ack" >hk.code & } && cp_=$! &&
-	track_pid $cp_ &&
-	wait_until 20 "test \$(grep -c \"run again\" \"$TRASH/hb.log\") -ge $((r0 + 2))" &&
-	unhold ak &&
-	wait "$cp_" &&
+	http_pop "$H2" ak &&
+	redo_on_hb hold_cursor ak http_post hk "$H2" /api/v1/ack \
+	    "{\"transactionId\":\"k1\",\"partitionId\":\"$pid\",\"leaseId\":\"$lease\",\"status\":\"completed\"}" &&
 	test_is 200 "$(cat hk.code)" "the HTTP status" &&
 	grep -q "\"success\":true" hk.body &&
 	grep -q "POST /api/v1/ack: 200, to run again" "$TRASH/hb.log" &&
-	hb_pop ak &&
-	r0=$(grep -c "run again" "$TRASH/hb.log" || :) &&
-	hold_cursor ak &&
-	{ api_push "$TRASH/hb/api/ack" \
-		"{\"transactionId\":\"k2\",\"partitionId\":\"$pid\",\"leaseId\":\"$lease\",\"status\":\"completed\"}" \
-		>ak.out & } && ap_=$! && track_pid $ap_ &&
-	wait_until 20 "test \$(grep -c \"run again\" \"$TRASH/hb.log\") -ge $((r0 + 2))" &&
-	unhold ak &&
-	wait "$ap_" &&
+	http_pop "$H2" ak &&
+	redo_on_hb hold_cursor ak api_out ak.out "$TRASH/hb/api/ack" \
+	    "{\"transactionId\":\"k2\",\"partitionId\":\"$pid\",\"leaseId\":\"$lease\",\"status\":\"completed\"}" &&
 	grep -q "\"success\":true" ak.out &&
 	grep -q "api/ack: the call failed, to run again" "$TRASH/hb.log" &&
 	test_is 0 "$(stat_of "$K/stats" depth)" "both acked" &&
