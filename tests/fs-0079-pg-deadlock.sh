@@ -815,6 +815,7 @@ test_expect_success 'two mounts claim one partition: the loser runs again and la
 	test_is 1 "$n" "claims lost" &&
 	cat "$DAEMON_LOG" "$TRASH/c.log" >both.log &&
 	grep -q "changed since this push read it" both.log &&
+	! grep -q "staged cl/" both.log &&
 	o1=$(getfattr --only-values -n user.queen.offset "$C/partitions/default/a") &&
 	o2=$(getfattr --only-values -n user.queen.offset "$C/partitions/default/c") &&
 	test_is "2 3" "$(printf "%s\n%s\n" "$o1" "$o2" | sort -n | tr "\n" " " |
@@ -824,7 +825,8 @@ test_expect_success 'two mounts claim one partition: the loser runs again and la
 # The loser of a claim is a file written the way scripts write: an exec
 # descriptor, a subshell and a child sharing it.  Mount c's claim waits
 # for the row first, so it wins; the file's close, which publishes, runs
-# again behind it and lands whole, once, after c.
+# again behind it (it is not kept for the tick) and lands whole, once,
+# after c.
 test_expect_success 'a file written by an exec descriptor and children loses its claim and lands whole' '
 	E=$MNT/queues/ce &&
 	mkdir "$E" &&
@@ -848,6 +850,7 @@ test_expect_success 'a file written by an exec descriptor and children loses its
 	test_is "x1 x2 x3" "$(tr "\n" " " <"$E/partitions/default/x" | sed "s/ $//")" \
 	    "x, written by three processes" &&
 	test_is 1 "$(ls "$E/partitions/default" | grep -cx x)" "x listed once" &&
+	! grep -q "staged ce/x " "$DAEMON_LOG" &&
 	landed_before "$E" c x
 '
 
@@ -1091,6 +1094,83 @@ test_expect_success SETPRIV 'a second user'\''s publishes wait behind a kept one
 		as_user $U1 mv "$U/$L" "$U/ack/" || return 1
 	done &&
 	test_is 3 "$(stat_of "$U/stats" messages)" "messages"
+'
+
+# That user's ack by rename on a mount whose statements wait at most
+# 1 s for a row, while psql holds the cursor: the rename runs again and
+# returns 0 once the row is free.  grep -r and cp -r of the queue by the
+# same user, started while the ack waits, read every message, take no
+# lease and end; the next read gets m2, which a lease taken by either
+# would have hidden (wait = 0).
+test_expect_success SETPRIV 'a second user'\''s ack runs again while grep -r and cp -r walk the queue' '
+	mount_extra ua -o allow_other,default_permissions \
+	    --db "$(pg_uri "$SCHEMA")%20-clock_timeout%3D1000" &&
+	chmod 0711 "$TRASH" &&
+	mkdir "$TRASH/home1" && chown $U1:$U1 "$TRASH/home1" &&
+	U=$TRASH/ua/queues/mack &&
+	as_user $U1 mkdir -m 0700 "$U" &&
+	as_user $U1 sh -c "printf \"lease_time = 300\nwait = 0\n\" >\"\$1/config\" &&
+	    echo m1 >\"\$1/m1\" && echo m2 >\"\$1/m2\"" sh "$U" &&
+	settled ua &&
+	L=$(as_user $U1 cat "$U/next") &&
+	test_is m1 "${L##*/}" "the message popped" &&
+	hold_cursor mack &&
+	{ as_user $U1 mv "$U/$L" "$U/ack/" 2>mv.err & } && mvp=$! &&
+	track_pid $mvp &&
+	wait_until 20 "grep -q \"rename queues/mack/leased/.*lock timeout\" ua.log" &&
+	{ as_user $U1 grep -rh "^m[0-9]$" "$U" >grep.out & } && gp=$! &&
+	track_pid $gp &&
+	{ as_user $U1 cp -r "$U" "$TRASH/home1/copy" & } && cpp=$! &&
+	track_pid $cpp &&
+	unhold mack &&
+	wait $mvp && wait $gp && wait $cpp &&
+	! test -s mv.err &&
+	test_is "m1 m2" "$(sort -u grep.out | tr "\n" " " | sed "s/ $//")" \
+	    "grep -r read both messages" &&
+	test_is m2 "$(cat "$TRASH/home1/copy/partitions/default/m2")" "cp -r" &&
+	grep -q "rename queues/mack/leased/.*(to run again)" ua.log &&
+	! grep -q "rename queues/mack/.*(EIO)" ua.log &&
+	test_is 0 "$(stat_of "$U/stats" leases)" "leases after the ack" &&
+	test_is 1 "$(stat_of "$U/stats" depth)" "depth after the ack" &&
+	L=$(as_user $U1 cat "$U/next") &&
+	test_is m2 "${L##*/}" "the next read"
+'
+
+# A daemon killed (kill -9) while an ack by rename waits to run again:
+# the rename fails (ECONNABORTED, the kernel's answer when the daemon
+# is gone), nothing of the ack commits (its session's locking read
+# finds the connection closed once psql lets the row go), and the
+# daemon started again hands the message out once more when its lease
+# ends; that ack returns 0.
+test_expect_success 'an ack waiting to run again when its daemon is killed is not half done' '
+	mount_extra kk --db "$(pg_uri "$SCHEMA")%20-clock_timeout%3D1000" &&
+	K=$TRASH/kk/queues/kr &&
+	mkdir "$K" &&
+	printf "lease_time = 4\nwait = 10\n" >"$K/config" &&
+	echo k1 >"$K/k1" &&
+	echo k2 >"$K/k2" &&
+	settled kk &&
+	L=$(cat "$K/next") &&
+	test_is k1 "${L##*/}" "the message popped" &&
+	hold_cursor kr &&
+	{ sysc rename "$K/$L" "$K/ack/k1" >mv.out & } && mvp=$! &&
+	track_pid $mvp &&
+	wait_until 20 "grep -q \"rename queues/kr/leased/.*lock timeout\" kk.log" &&
+	kill9_extra kk &&
+	wait $mvp &&
+	test_is rename:ECONNABORTED "$(cat mv.out)" "the rename" &&
+	unhold kr &&
+	remount_extra kk &&
+	test_is 2 "$(stat_of "$K/stats" depth)" "depth after the restart" &&
+	L2=$(timeout 20 cat "$K/next") &&
+	test_is k1 "${L2##*/}" "k1 handed out again" &&
+	test "$L2" != "$L" &&
+	test_is k1 "$(cat "$K/$L2")" "its payload" &&
+	mv "$K/$L2" "$K/ack/" &&
+	L3=$(timeout 20 cat "$K/next") &&
+	test_is k2 "${L3##*/}" "then k2" &&
+	mv "$K/$L3" "$K/ack/" &&
+	test_is 0 "$(stat_of "$K/stats" depth)" "depth at the end"
 '
 
 test_done
