@@ -30,6 +30,7 @@ struct ack_job {
 	bool whole;             /* leased/L -> ack/L */
 	bool acked;             /* the run acked something */
 	bool released;          /* the ack ended the lease */
+	bool noop;              /* it was at or below the cursor */
 };
 
 static bool
@@ -57,7 +58,7 @@ ack_run(struct job *j, struct queen *q)
 	 * back, and the note it read is still there */
 	free(aj->noted);
 	aj->noted = NULL;
-	aj->acked = aj->released = false;
+	aj->acked = aj->released = aj->noop = false;
 	memset(&it, 0, sizeof(it));
 	memset(&res, 0, sizeof(res));
 	it.status = aj->status;
@@ -113,6 +114,7 @@ ack_run(struct job *j, struct queen *q)
 		j->rc = 0;
 		aj->acked = true;
 		aj->released = res.lease_released;
+		aj->noop = res.noop;
 		j->notify = strdup(aj->queue);
 	}
 out:
@@ -139,7 +141,9 @@ ack_reply(struct job *j)
 			lease_acked(aj->lease, aj->whole ? NULL : aj->name);
 		if (aj->noted)
 			free(note_take(aj->lease, aj->noted));
-		engine_count_ack();
+		/* a repeat of a done ack answers 0 but acks nothing */
+		if (!aj->noop)
+			engine_count_ack();
 	}
 	if (j->rc == 0) {
 		node_unhash(aj->srcdir, aj->name);

@@ -147,9 +147,11 @@ test_expect_success 'partitions/p/x -> ack/ is a lease-less ack: the cursor move
 	printf a >"$Q/partitions/p2/x1" && printf b >"$Q/partitions/p2/x2" &&
 	printf c >"$Q/partitions/p2/x3" &&
 	echo ok >expect &&
+	a0=$(stat_of "$MNT/sys/stats" acks) &&
 	sysc rename "$Q/partitions/p2/x2" "$Q/ack/x2" >actual &&
 	test_cmp expect actual &&
 	test_is 2 "$(committed p2)" committed &&
+	test_is $((a0 + 1)) "$(stat_of "$MNT/sys/stats" acks)" "acks" &&
 	test -f "$Q/partitions/p2/x2" &&
 	take && test_is x3 "${LINE##*/}" "next after the lease-less ack"
 '
@@ -163,12 +165,14 @@ test_expect_success 'a lease-less ack ignores the live lease of another worker' 
 
 test_expect_success 'a duplicate completed at or below the cursor is a harmless 0' '
 	echo ok >expect &&
+	a0=$(stat_of "$MNT/sys/stats" acks) &&
 	sysc rename "$Q/partitions/p2/x1" "$Q/ack/x1" >actual &&
 	test_cmp expect actual &&
 	sysc rename "$Q/partitions/default/m1" "$Q/ack/m1" >actual &&
 	test_cmp expect actual &&
 	test_is 3 "$(committed p2)" committed &&
-	test_is 14 "$(committed)" committed
+	test_is 14 "$(committed)" committed &&
+	test_is "$a0" "$(stat_of "$MNT/sys/stats" acks)" "acks (the repeats ack nothing)"
 '
 
 test_expect_success 'failed/retry/dlq below the cursor: EALREADY, nothing moves' '
