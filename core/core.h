@@ -441,6 +441,7 @@ struct queen {
 	int npend;                /* past FRESH_PEND: every partition */
 	uint64_t pop_need;        /* see queen_pop_ticket */
 	bool failed;              /* a storage I/O error stops all writes */
+	bool groups_explicit;     /* queen_groups_explicit */
 	uint64_t fast_pushes;     /* api/push bodies read without jansson */
 	uint64_t dlq_rows;        /* dead-letter rows the store handed up */
 	struct queen_event_counts ev;     /* announcements (event.c) */

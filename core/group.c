@@ -169,6 +169,10 @@ group_load(struct queen *q, const struct queue_row *qr, const char *name,
 	if (strcmp(name, QUEEN_QUEUE_MODE) != 0 && !queen_name_valid(name))
 		return queen_err(q, -EINVAL, "invalid group name '%.64s'", name);
 	rc = q->ops->group_get(q->st, qr->id, name, out);
+	/* the queue's own group is made with the queue, whatever the
+	 * caller's setting */
+	if (create && q->groups_explicit && strcmp(name, QUEEN_QUEUE_MODE) != 0)
+		create = false;
 	if (rc != -ENOENT || !create) {
 		if (rc == -ENOENT)
 			queen_err(q, rc, "no group '%s' on queue '%s'", name,
@@ -209,6 +213,15 @@ group_info(const struct queue_row *qr, const struct group_row *g,
 	out->since = g->since;
 	out->created_at = g->created_at;
 	out->owner = g->has_owner ? g->owner : qr->owner;
+}
+
+bool
+queen_groups_explicit(struct queen *q, bool on)
+{
+	bool was = q->groups_explicit;
+
+	q->groups_explicit = on;
+	return was;
 }
 
 int

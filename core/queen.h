@@ -199,6 +199,16 @@ enum queen_scope {
 };
 
 /*
+ * queen_groups_explicit - while on, a call that names a group that does not
+ * exist (a pop, a config write, a seek, an ack by names) fails with -ENOENT
+ * where it would make the group: for a caller whose groups are made only by
+ * queen_group_create (the mount's mkdir), so that a group removed through
+ * another handle is not made again by a stale name.  Off by default.
+ * Returns the setting before.
+ */
+bool queen_groups_explicit(struct queen *q, bool on);
+
+/*
  * queen_config_set - set key = value pairs on a queue (group NULL) or on a
  * group.  All pairs are validated first; any unknown key or bad value fails
  * the whole call with -EINVAL (queen_errmsg says which) and changes nothing.

@@ -49,6 +49,7 @@ ack_run(struct job *j, struct queen *q)
 	struct queen_batch *b = NULL;
 	const char *reason = NULL;
 	char *error = NULL;
+	bool was;
 	int rc;
 
 	char tx[QUEEN_TXID_MAX + 1], nm[NAME_MAX_BYTES + 1];
@@ -103,7 +104,11 @@ ack_run(struct job *j, struct queen *q)
 		reason = "out of memory";
 		goto out;
 	}
-	if ((rc = queen_ack(q, &it, 1, &res)) < 0) {
+	/* as a pop of groups/<g>/next (ops_next.c) */
+	was = queen_groups_explicit(q, true);
+	rc = queen_ack(q, &it, 1, &res);
+	queen_groups_explicit(q, was);
+	if (rc < 0) {
 		/* a deadlock or a lock timeout: the engine runs it again */
 		j->rc = rc == -EBUSY ? -EBUSY : -EIO;
 		reason = queen_errmsg(q);

@@ -207,6 +207,34 @@ test_expect_success PYTHON 'poll() on next through B is readable after a push th
 	test_cmp expect poll.out
 '
 
+# A group removed through A is gone for B, though B had looked it up
+# (its kernel and daemon keep the name for a while): B's read of
+# groups/<g>/next, its writes to the group's config and seek and its
+# lease-less ack into the group's ack/ answer ENOENT, make nothing, and
+# B's log says why.  Each made the group again, from the oldest message,
+# before.
+test_expect_success 'a group removed through A is not made again through B' '
+	G=queues/gr/groups/g1 &&
+	mkdir "$A/queues/gr" &&
+	echo "wait = 1" >"$A/queues/gr/config" &&
+	echo 1 >"$A/queues/gr/m1" &&
+	for step in next config seek ack; do
+		mkdir "$A/$G" &&
+		ls "$B/$G" >/dev/null &&
+		rmdir "$A/$G" &&
+		case $step in
+		next) sysc read "$B/$G/next" ;;
+		config) sysc write "$B/$G/config" "batch = 2" ;;
+		seek) sysc write "$B/$G/seek" start ;;
+		ack) sysc rename "$B/queues/gr/partitions/default/m1" "$B/$G/ack/m1" ;;
+		esac >out &&
+		test_is ENOENT "$(sed -n "1s/.*://p" out)" "$step on B" &&
+		test_is 0 "$(stat_of "$A/queues/gr/stats" groups)" "groups after $step" &&
+		test_path_is_missing "$A/$G" || return 1
+	done &&
+	grep -q "no group .g1. on queue .gr." "$TRASH/b.log"
+'
+
 test_expect_success 'config written through A is read through B and C' '
 	printf "retry_limit = 9\nlease_time = 77\n" >"$A/queues/q/config" &&
 	grep -qx "retry_limit = 9" "$B/queues/q/config" &&

@@ -412,6 +412,51 @@ test_create(void)
 	fix_close(&f);
 }
 
+/*
+ * queen_groups_explicit: while on, a pop, config write, seek or ack by
+ * names of a missing group is -ENOENT and makes nothing (the queue's own
+ * group still comes with the queue); off again, the first pop makes it.
+ */
+static void
+test_explicit(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "group-explicit");
+	struct queen_ack_result r;
+	struct queen_group_info gi;
+	struct queen_batch *b = NULL;
+	const char *k = "batch", *v = "2";
+	int n = 0;
+
+	pushn(q, Q, NULL, "m", 2);
+	ok(!queen_groups_explicit(q, true), "explicit: off by default");
+	is_int(pop1(q, Q, NULL, "gx", 1, &b), -ENOENT,
+	    "explicit: pop of a missing group");
+	queen_batch_free(b);
+	is_int(queen_config_set(q, Q, "gx", &k, &v, 1), -ENOENT,
+	    "explicit: config write of a missing group");
+	is_int(queen_seek(q, Q, "gx", NULL, QUEEN_POS_START, 0), -ENOENT,
+	    "explicit: seek of a missing group");
+	memset(&r, 0, sizeof(r));
+	ack1(q, Q, NULL, "gx", "m1", "completed", NULL, &r);
+	ok(!r.success, "explicit: ack by names of a missing group fails");
+	is_int(queen_group_get(q, Q, "gx", &gi), -ENOENT,
+	    "explicit: none of them made the group");
+	queen_group_list(q, Q, group_count_cb, &n);
+	is_int(n, 0, "explicit: no group listed");
+	is_int(pop_first(q, Q, NULL, NULL, 1, NULL, NULL), 1,
+	    "explicit: queue mode pops as before");
+	is_int(queen_group_create(q, Q, "gy", NULL), 0,
+	    "explicit: queen_group_create makes one");
+	is_int(pop_first(q, Q, NULL, "gy", 1, NULL, NULL), 1,
+	    "explicit: which pops");
+	ok(queen_groups_explicit(q, false), "explicit: was on");
+	is_int(pop_first(q, Q, NULL, "gx", 1, NULL, NULL), 1,
+	    "explicit: off, a pop makes the group");
+	is_int(queen_group_get(q, Q, "gx", &gi), 0, "explicit: gx made");
+	fix_close(&f);
+}
+
 int
 main(void)
 {
@@ -421,6 +466,7 @@ main(void)
 	test_subscription();
 	test_seek();
 	test_delete();
+	test_explicit();
 	test_config_inheritance();
 	test_cursor_info();
 	return done_testing();
