@@ -239,7 +239,7 @@ op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	struct xattr_job *xj;
 	bool ttl = strcmp(name, X_PREFIX "ttl") == 0, kv_pend;
 	int64_t ms;
-	char *s;
+	char *s, path[512];
 
 	if (!n) {
 		fuse_reply_err(req, ENOENT);
@@ -267,6 +267,10 @@ op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	pthread_mutex_unlock(&fs_lock);
 	if (ttl && (n->kind == K_KV_KEY || kv_pend)) {
 		if (parse_ttl(value, size, &ms) < 0) {
+			fs_log("setxattr user.queen.ttl of kv/%s/%s: not a "
+			       "whole number of seconds, up to 12 digits "
+			       "(EINVAL)",
+			    n->queue, n->name);
 			fuse_reply_err(req, EINVAL);
 			return;
 		}
@@ -299,6 +303,9 @@ op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		fuse_reply_err(req, 0);
 		return;
 	}
+	node_path(n, path, sizeof(path));
+	fs_log("setxattr %.64s on %s: not an attribute it keeps (ENOTSUP)",
+	    name, path[0] ? path : "/");
 	fuse_reply_err(req, ENOTSUP);
 }
 

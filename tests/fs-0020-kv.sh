@@ -152,12 +152,24 @@ test_expect_success ATTR 'user.queen.ttl 0 removes the expiry; a bad value is EI
 	test_is 100 "$(getfattr --only-values -n user.queen.ttl "$KV/ttl/t3")" ttl &&
 	setfattr -n user.queen.ttl -v 0 "$KV/ttl/t3" &&
 	test_must_fail getfattr --only-values -n user.queen.ttl "$KV/ttl/t3" &&
+	n0=$(grep -c "user.queen.ttl of kv/ttl/t3: not a whole number" "$DAEMON_LOG" || :) &&
 	for v in abc -1 1.5 ""; do
 		echo setxattr:EINVAL >expect &&
 		sysc setxattr "$KV/ttl/t3" user.queen.ttl "$v" >actual &&
 		test_cmp expect actual || return 1
 	done &&
+	test_is $((n0 + 4)) "$(grep -c "user.queen.ttl of kv/ttl/t3: not a whole number" "$DAEMON_LOG")" \
+	    "each refusal logged" &&
 	test_must_fail getfattr --only-values -n user.queen.ttl "$KV/ttl/t3" &&
+	printf t3 >expect &&
+	test_cmp expect "$KV/ttl/t3"
+'
+
+test_expect_success ATTR 'an attribute queenfs does not keep: ENOTSUP, logged' '
+	echo setxattr:ENOTSUP >expect &&
+	sysc setxattr "$KV/ttl/t3" user.queen.bogus 1 >actual &&
+	test_cmp expect actual &&
+	grep -q "setxattr user.queen.bogus on kv/ttl/t3: not an attribute it keeps (ENOTSUP)" "$DAEMON_LOG" &&
 	printf t3 >expect &&
 	test_cmp expect "$KV/ttl/t3"
 '
@@ -190,6 +202,18 @@ test_expect_success 'mkdir of an existing namespace: EEXIST' '
 	ls "$KV/cfg" >actual &&
 	printf "%s\n" blob color >expect &&
 	test_cmp expect actual
+'
+
+# Every name is a namespace, so mkdir -m cannot set a mode (the README
+# says chmod): mkdir -m 0700 is EEXIST, mkdir -p -m 0700 leaves the mode.
+test_expect_success 'mkdir -m of a namespace sets no mode; chmod does' '
+	test_must_fail mkdir -m 0700 "$KV/secret" 2>err &&
+	grep -q "File exists" err &&
+	mkdir -p -m 0700 "$KV/secret" &&
+	test_is 755 "$(stat -c %a "$KV/secret")" "mode after mkdir -p -m" &&
+	chmod 0700 "$KV/secret" &&
+	test_is 700 "$(stat -c %a "$KV/secret")" "mode after chmod" &&
+	rmdir "$KV/secret"
 '
 
 test_expect_success 'rmdir of a namespace holding keys: ENOTEMPTY, the keys stay' '
