@@ -742,8 +742,12 @@ plan(struct queen *q, const struct queen_ack_item *items, size_t n,
 				q->ops->lock_defer(q->st, false);
 		}
 		if (rc == -ENOENT || rc == -EINVAL || rc == -ESTALE) {
-			set_err(&res[i], rc, rc == -ENOENT ?
-			    QUEEN_E_UNRESOLVABLE : queen_errmsg(q));
+			/* Queen's word for a target not found; a caller
+			 * that makes its groups itself gets which one */
+			set_err(&res[i], rc,
+			    rc == -ENOENT && !q->groups_explicit ?
+				QUEEN_E_UNRESOLVABLE :
+				queen_errmsg(q));
 			if (fence)
 				goto out;
 			rc = 0;

@@ -229,12 +229,16 @@ queen_group_ensure(struct queen *q, const char *queue, const char *group)
 {
 	struct queue_row qr;
 	struct group_row g;
+	bool was;
 	int rc;
 
 	if ((rc = tx_begin(q)) != 0)
 		return rc;
+	/* asked for by name: made whatever queen_groups_explicit says */
+	was = queen_groups_explicit(q, false);
 	if ((rc = queue_load(q, queue, &qr)) == 0)
 		rc = group_load(q, &qr, group, true, &g);
+	queen_groups_explicit(q, was);
 	return tx_end(q, rc);
 }
 

@@ -212,7 +212,8 @@ bool queen_groups_explicit(struct queen *q, bool on);
  * queen_config_set - set key = value pairs on a queue (group NULL) or on a
  * group.  All pairs are validated first; any unknown key or bad value fails
  * the whole call with -EINVAL (queen_errmsg says which) and changes nothing.
- * A group that does not exist yet is created.  -ENOENT: no such queue.
+ * A group that does not exist yet is created (not while queen_groups_explicit
+ * is on: -ENOENT).  -ENOENT: no such queue.
  */
 int queen_config_set(struct queen *q, const char *queue, const char *group,
     const char *const *keys, const char *const *values, size_t n);
@@ -550,7 +551,8 @@ struct queen_group_info {
 	struct queen_owner owner;
 };
 
-/* Create if missing (with default config); -ENOENT no queue, -EINVAL. */
+/* Create if missing (with default config), whatever queen_groups_explicit
+ * says; -ENOENT no queue, -EINVAL. */
 int queen_group_ensure(struct queen *q, const char *queue, const char *group);
 /*
  * queen_group_create - make a group (subscription all, the queue's config)

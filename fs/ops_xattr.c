@@ -303,9 +303,14 @@ op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		fuse_reply_err(req, 0);
 		return;
 	}
+	/* cp -a and rsync -X copy every attribute of a tree onto its
+	 * directories and ignore ENOTSUP: only queenfs's own names are
+	 * logged at info */
 	node_path(n, path, sizeof(path));
-	fs_log("setxattr %.64s on %s: not an attribute it keeps (ENOTSUP)",
-	    name, path[0] ? path : "/");
+	fs_logl(strncmp(name, X_PREFIX, strlen(X_PREFIX)) == 0 ? FSL_INFO :
+								 FSL_DEBUG,
+	    "setxattr %.64s on %s: not an attribute it keeps (ENOTSUP)", name,
+	    path[0] ? path : "/");
 	fuse_reply_err(req, ENOTSUP);
 }
 

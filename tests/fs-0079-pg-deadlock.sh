@@ -1122,6 +1122,7 @@ test_expect_success SETPRIV 'a second user'\''s ack runs again while grep -r and
 	track_pid $gp &&
 	{ as_user $U1 cp -r "$U" "$TRASH/home1/copy" & } && cpp=$! &&
 	track_pid $cpp &&
+	wait_until 10 "test -d \"$TRASH/home1/copy\"" &&
 	unhold mack &&
 	wait $mvp && wait $gp && wait $cpp &&
 	! test -s mv.err &&

@@ -439,7 +439,10 @@ test_explicit(void)
 	    "explicit: seek of a missing group");
 	memset(&r, 0, sizeof(r));
 	ack1(q, Q, NULL, "gx", "m1", "completed", NULL, &r);
-	ok(!r.success, "explicit: ack by names of a missing group fails");
+	ok(!r.success && r.err == -ENOENT,
+	    "explicit: ack by names of a missing group is -ENOENT");
+	ok(strstr(r.error, "no group 'gx'") != NULL,
+	    "explicit: which says the group is missing (%s)", r.error);
 	is_int(queen_group_get(q, Q, "gx", &gi), -ENOENT,
 	    "explicit: none of them made the group");
 	queen_group_list(q, Q, group_count_cb, &n);
