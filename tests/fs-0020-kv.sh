@@ -147,18 +147,18 @@ test_expect_success 'an expired key is absent for putIfAbsent too' '
 	test_cmp expect "$KV/ttl/t1"
 '
 
-test_expect_success ATTR 'user.queen.ttl 0 removes the expiry; a bad value is EINVAL' '
+test_expect_success ATTR 'user.queen.ttl 0 removes the expiry; a bad, negative or huge value is EINVAL' '
 	setfattr -n user.queen.ttl -v 100 "$KV/ttl/t3" &&
 	test_is 100 "$(getfattr --only-values -n user.queen.ttl "$KV/ttl/t3")" ttl &&
 	setfattr -n user.queen.ttl -v 0 "$KV/ttl/t3" &&
 	test_must_fail getfattr --only-values -n user.queen.ttl "$KV/ttl/t3" &&
 	n0=$(grep -c "user.queen.ttl of kv/ttl/t3: not a whole number" "$DAEMON_LOG" || :) &&
-	for v in abc -1 1.5 ""; do
+	for v in abc -1 1.5 "" 9999999999999 -9223372036854775808; do
 		echo setxattr:EINVAL >expect &&
 		sysc setxattr "$KV/ttl/t3" user.queen.ttl "$v" >actual &&
 		test_cmp expect actual || return 1
 	done &&
-	test_is $((n0 + 4)) "$(grep -c "user.queen.ttl of kv/ttl/t3: not a whole number" "$DAEMON_LOG")" \
+	test_is $((n0 + 6)) "$(grep -c "user.queen.ttl of kv/ttl/t3: not a whole number" "$DAEMON_LOG")" \
 	    "each refusal logged" &&
 	test_must_fail getfattr --only-values -n user.queen.ttl "$KV/ttl/t3" &&
 	printf t3 >expect &&
