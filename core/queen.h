@@ -203,8 +203,10 @@ enum queen_scope {
  * exist (a pop, a config write, a seek, an ack by names) fails with -ENOENT
  * where it would make the group: for a caller whose groups are made only by
  * queen_group_create (the mount's mkdir), so that a group removed through
- * another handle is not made again by a stale name.  Off by default.
- * Returns the setting before.
+ * another handle is not made again by a stale name.  Off by default; the
+ * mount turns it on for its handles.  Queen's API (queen_api, queen_http)
+ * makes a group on its first use whatever this says, and leaves the
+ * setting as it found it.  Returns the setting before.
  */
 bool queen_groups_explicit(struct queen *q, bool on);
 

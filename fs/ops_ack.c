@@ -49,7 +49,6 @@ ack_run(struct job *j, struct queen *q)
 	struct queen_batch *b = NULL;
 	const char *reason = NULL;
 	char *error = NULL;
-	bool was;
 	int rc;
 
 	char tx[QUEEN_TXID_MAX + 1], nm[NAME_MAX_BYTES + 1];
@@ -104,10 +103,7 @@ ack_run(struct job *j, struct queen *q)
 		reason = "out of memory";
 		goto out;
 	}
-	/* as a pop of groups/<g>/next (ops_next.c) */
-	was = queen_groups_explicit(q, true);
 	rc = queen_ack(q, &it, 1, &res);
-	queen_groups_explicit(q, was);
 	if (rc < 0) {
 		/* a deadlock or a lock timeout: the engine runs it again */
 		j->rc = rc == -EBUSY ? -EBUSY : -EIO;

@@ -23,8 +23,6 @@ ctl_run(struct job *j, struct queen *q)
 	struct ctl_job *cj = (struct ctl_job *)j;
 	struct node *n = cj->n;
 	char path[512];
-	/* as a pop of groups/<g>/next (ops_next.c) */
-	bool was = queen_groups_explicit(q, true);
 
 	if (n->kind == K_CONFIG)
 		j->rc = queen_config_set(q, n->queue, n->group, cj->cfg.keys,
@@ -33,7 +31,6 @@ ctl_run(struct job *j, struct queen *q)
 		j->rc = queen_seek(q, n->queue, n->group,
 		    cj->seek.partition[0] ? cj->seek.partition : NULL,
 		    (enum queen_pos_kind)cj->seek.kind, cj->seek.value);
-	queen_groups_explicit(q, was);
 	if (j->rc < 0) {
 		node_path(n, path, sizeof(path));
 		fs_log("close %s: %s (%s)", path, queen_errmsg(q),

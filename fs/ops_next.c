@@ -75,12 +75,9 @@ pop_run(struct job *j, struct queen *q)
 	/* before the pop: an ack of its lease may start the moment it is
 	 * committed, before the answer is kept */
 	uint64_t epoch = queen_lease_epoch();
-	/* groups/<g>/ makes no group: mkdir does (another mount may
-	 * have removed it since this one looked it up) */
-	bool was = queen_groups_explicit(q, true);
 
+	/* no group is made here (open_store) */
 	j->rc = queen_pop(q, &r, &b);
-	queen_groups_explicit(q, was);
 	j->empty = j->rc == -EAGAIN;
 	if (j->rc == -EAGAIN && !pj->h->nonblock) {
 		if (j->deadline == 0) {

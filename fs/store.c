@@ -107,8 +107,17 @@ open_store(const char *path, enum queen_sync sync, struct queen **q)
 		qo.tune = &tune;
 	}
 	rc = queen_open(&qo, q);
-	if (rc == 0)
+	if (rc == 0) {
+		/*
+		 * The mount's groups are made by mkdir alone: a pop, an ack,
+		 * a config or seek write naming a group another mount has
+		 * removed fails with ENOENT rather than make it again.  Queen's
+		 * API (api/ files, HTTP) makes groups on first use whatever
+		 * this says.
+		 */
+		queen_groups_explicit(*q, true);
 		return 0;
+	}
 	/* one line: libpq's messages carry a newline and a tab */
 	{
 		char *r = why, *w = why;

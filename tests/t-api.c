@@ -613,6 +613,46 @@ test_pop(void)
 
 /* ---- api/renew ---- */
 
+/*
+ * Queen's API makes a group on its first use even on a handle whose
+ * own calls make none (queen_groups_explicit on, as the mount's), and
+ * leaves that setting as it found it.
+ */
+static void
+test_groups_first_use(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "api-groups");
+	struct queen_group_info gi;
+	struct queen_pop_req pr = { .queue = Q,
+		.group = "gb",
+		.batch = 1,
+		.auto_ack = -1 };
+	struct queen_batch *b = NULL;
+	json_t *a;
+	int rc;
+
+	pushn(q, Q, "p1", "m", 1);
+	queen_groups_explicit(q, true);
+	is_int(queen_pop(q, &pr, &b), -ENOENT,
+	    "groups: the handle's own pop makes no group");
+	queen_batch_free(b);
+	a = api(q, "pop",
+	    "{\"queue\":\"" Q "\",\"consumerGroup\":\"ga\","
+	    "\"batch\":1,\"autoAck\":false}",
+	    &rc);
+	is_int(rc, 0, "groups: api/pop of a new group ran");
+	is_int((int64_t)json_array_size(json_object_get(a, "messages")), 1,
+	    "groups: and got the message");
+	json_decref(a);
+	is_int(queen_group_get(q, Q, "ga", &gi), 0, "groups: the API made ga");
+	ok(queen_groups_explicit(q, true),
+	    "groups: the handle's setting is on again after the call");
+	is_int(queen_group_get(q, Q, "gb", &gi), -ENOENT,
+	    "groups: gb was not made");
+	fix_close(&f);
+}
+
 static void
 test_renew(void)
 {
@@ -1676,6 +1716,7 @@ main(void)
 	test_push();
 	test_payloads();
 	test_pop();
+	test_groups_first_use();
 	test_renew();
 	test_txn_commit();
 	test_kv_values();

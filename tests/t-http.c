@@ -106,6 +106,23 @@ test_routes(void)
 	}
 	is_str(r.note, "", "good numbers: nothing to note");
 	json_decref(r.js);
+	/* a group on first use, though the handle's own calls make none */
+	queen_groups_explicit(q, true);
+	r = call(q, "POST", "/api/v1/push", NULL, 0,
+	    "{\"items\":[{\"queue\":\"o\",\"payload\":2}]}", NULL);
+	json_decref(r.js);
+	{
+		struct queen_http_arg g[3] = { a[0], a[1],
+			{ "consumerGroup", "fresh" } };
+		struct queen_group_info gi;
+
+		r = call(q, "GET", "/api/v1/pop/queue/o", g, 3, NULL, NULL);
+		is_int(r.status, 200, "a new consumer group pops: 200");
+		json_decref(r.js);
+		is_int(queen_group_get(q, "o", "fresh", &gi), 0,
+		    "and the group is made");
+	}
+	ok(queen_groups_explicit(q, false), "the handle's setting is kept");
 	fix_close(&f);
 }
 

@@ -764,9 +764,9 @@ queen_api(struct queen *q, const char *endpoint, const char *req, size_t len,
 	return queen_api_ex(q, endpoint, req, len, resp, NULL);
 }
 
-int
-queen_api_ex(struct queen *q, const char *endpoint, const char *req,
-    size_t len, char **resp, struct queen_api_wait *wait)
+static int
+api_call(struct queen *q, const char *endpoint, const char *req, size_t len,
+    char **resp, struct queen_api_wait *wait)
 {
 	struct apictx a;
 	json_error_t e;
@@ -848,4 +848,19 @@ answer:
 	if (!*resp)
 		return -ENOMEM;
 	return rc == 0 || rc == -ENOMEM || rc == -EBUSY ? rc : -EIO;
+}
+
+/*
+ * Queen's API makes a group on its first use, whatever the handle's
+ * queen_groups_explicit says (the mount turns it on for its own calls).
+ */
+int
+queen_api_ex(struct queen *q, const char *endpoint, const char *req, size_t len,
+    char **resp, struct queen_api_wait *wait)
+{
+	bool was = queen_groups_explicit(q, false);
+	int rc = api_call(q, endpoint, req, len, resp, wait);
+
+	queen_groups_explicit(q, was);
+	return rc;
 }

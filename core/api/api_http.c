@@ -347,6 +347,7 @@ queen_http(struct queen *q, const struct queen_http_req *r,
     struct queen_http_answer *ans, struct queen_api_wait *wait)
 {
 	struct hctx h;
+	bool was;
 	int rc;
 
 	memset(&h, 0, sizeof(h));
@@ -360,7 +361,10 @@ queen_http(struct queen *q, const struct queen_http_req *r,
 		    QUEEN_API_MAX_BODY);
 	if (!split(&h))
 		return refuse(&h, 404, "no route %.200s", r->path);
+	/* groups made on first use, as queen_api_ex */
+	was = queen_groups_explicit(q, false);
 	rc = route(&h);
+	queen_groups_explicit(q, was);
 	if (rc == -ENOMEM && !ans->body)
 		ans->status = 500;
 	return rc;
