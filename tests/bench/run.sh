@@ -397,7 +397,8 @@ if $PG; then
 	if mount_fs pg "$QFS" -f --db "$(pg_db one)" --sync full \
 	    --listen "127.0.0.1:$P_HPG" &&
 	    mkdir "$TMP/pg.mnt/queues/push1" "$TMP/pg.mnt/queues/push4" \
-	        "$TMP/pg.mnt/queues/qc11" "$TMP/pg.mnt/queues/wake"; then
+	        "$TMP/pg.mnt/queues/qc11" "$TMP/pg.mnt/queues/cycle1" \
+	        "$TMP/pg.mnt/queues/wake"; then
 		PGQ=$TMP/pg.mnt/queues
 		wait_port "$P_HPG" && HPG=true
 		for i in 1 2 3 4; do
@@ -665,6 +666,9 @@ rep_pg () {
 		figrt pg 1 pg.push1 "$L" create "$PGQ/push1" -t 1 -d "$DUR"
 		figrt pg 1 pg.push4 "$L" create "$PGQ/push4" -t 4 -d "$DUR"
 		figrt pg 1 pg.qc11 "$L" qcycle "$PGQ/qc11" -p 1 -c 1 -d "$DUR"
+		# one thread: a push, its pop, read and ack, then the next;
+		# its round trips are those of a whole cycle and no more
+		figrt pg 1 pg.cycle1 "$L" cycle "$PGQ/cycle1" -t 1 -d "$DUR"
 		# the same two with the CPUs kept from halting when idle:
 		# what this machine's wake-ups from a halt cost them
 		if $NOHALT; then
@@ -947,6 +951,7 @@ if test "$BENCH_PG" = 1; then
 	R "push, 4 producers, 1 daemon" pg.push4 "" - "v>=4000"
 	R "cycle 1+1, 1 daemon" pg.qc11 "pgbench cycle, 1 client" pgb.cycle1 ""
 	R "cycle 1+1, 1 daemon" pg.qc11 "SQLite sync full" f.qc11 "v>=600"
+	R "cycle, one thread (push, pop, read, ack in turn), 1 daemon" pg.cycle1 "pgbench cycle, 1 client" pgb.cycle1 ""
 	if $NOHALT; then
 		R "push, 4 producers, 1 daemon, idle CPUs poll (cpu_dma_latency 0)" pg.push4.nohalt "the same, idle CPUs halt (as configured)" pg.push4 "v>=4000"
 		R "cycle 1+1, 1 daemon, idle CPUs poll (cpu_dma_latency 0)" pg.qc11.nohalt "the same, idle CPUs halt (as configured)" pg.qc11 "v>=600"
@@ -979,7 +984,8 @@ if test "$BENCH_PG" = 1; then
 	}
 	rt "push, 1 producer" pg.push1 "<= 2"
 	rt "push, 4 producers" pg.push4 "<= 2"
-	rt "cycle 1+1 (push, pop, read, ack)" pg.qc11 "<= 12"
+	rt "cycle, one thread (a push, then its pop, read and ack)" pg.cycle1 "<= 12"
+	rt "cycle 1+1 (the producer's pushes ahead of the consumer included)" pg.qc11 ""
 	rt "api/push, per request of 1000 items" pg.apipush ""
 	rt "api/push, per request, answers scanned" pg.apipushx ""
 	rt "HTTP push of 1 item" pg.hpush8 ""
