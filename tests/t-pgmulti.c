@@ -447,6 +447,118 @@ test_dedup_race(bool many)
 }
 
 /*
+ * KV read-modify-writes of transactions on several handles at once: an
+ * incr reads the value and writes it plus one, a putIfAbsent reads that
+ * the key is missing and writes it.  Each must hold what it read until
+ * its commit, also where it read nothing: no incr is lost, and each gate
+ * key lets exactly one of the racers through.
+ */
+#define KV_INCRS 40
+#define KV_GATES 30
+#define KV_PROCS 3
+
+static int
+kv_txn_retry(struct queen *q, const struct queen_kv_op *op,
+    enum queen_txn_reason *why)
+{
+	struct queen_txn t = { .kv = op, .nkv = 1 };
+	struct queen_txn_result *r = NULL;
+	int rc, tries = 0;
+
+	do {
+		queen_txn_result_free(r);
+		r = NULL;
+		rc = queen_txn(q, &t, &r);
+	} while (rc == -EBUSY && ++tries < 50);
+	*why = r ? r->reason : QUEEN_TXN_BAD_REQUEST;
+	queen_txn_result_free(r);
+	return rc;
+}
+
+static int
+kv_child(struct fix *f, int fd, int start, int who)
+{
+	struct queen *q = open_other(f, NULL);
+	struct queen_kv_op op;
+	enum queen_txn_reason why;
+	char key[32], val[8], c;
+	int i, won = 0;
+
+	if (read(start, &c, 1) != 1)
+		return 2;
+	snprintf(val, sizeof(val), "%d", who);
+	for (i = 0; i < KV_INCRS + KV_GATES; i++) {
+		memset(&op, 0, sizeof(op));
+		op.ns = "race";
+		op.expect_version = -1;
+		/* the gates first, while the racers are still in step */
+		if (i >= KV_GATES) {
+			op.type = QUEEN_KV_INCR;
+			op.key = "counter";
+			op.by = 1;
+		} else {
+			snprintf(key, sizeof(key), "gate-%d", i);
+			op.type = QUEEN_KV_PUT_IF_ABSENT;
+			op.key = key;
+			op.value = val;
+			op.len = strlen(val);
+			op.required = true;
+		}
+		if (kv_txn_retry(q, &op, &why) != 0)
+			return 3;
+		if (i >= KV_GATES && why != QUEEN_TXN_OK)
+			return 4;
+		won += i < KV_GATES && why == QUEEN_TXN_OK;
+	}
+	if (write(fd, &won, sizeof(won)) != (ssize_t)sizeof(won))
+		return 5;
+	queen_close(q);
+	return 0;
+}
+
+static void
+test_kv_race(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "pgm-kvrace");
+	struct queen_kv_value *v = NULL;
+	int out[2], start[2], n, won = 0, k;
+	pid_t p[KV_PROCS];
+
+	queen_close(q);
+	f.q = NULL;
+	if (pipe(out) || pipe(start))
+		exit(1);
+	fflush(stdout);
+	for (k = 0; k < KV_PROCS; k++) {
+		if ((p[k] = fork()) == 0) {
+			close(out[0]);
+			close(start[1]);
+			_exit(kv_child(&f, out[1], start[0], k));
+		}
+	}
+	close(out[1]);
+	close(start[0]);
+	if (write(start[1], "xxx", KV_PROCS) != KV_PROCS)
+		exit(1);
+	close(start[1]);
+	while (read(out[0], &n, sizeof(n)) == (ssize_t)sizeof(n))
+		won += n;
+	close(out[0]);
+	for (n = 0, k = 0; k < KV_PROCS; k++)
+		n += reap(p[k]) != 0;
+	is_int(n, 0, "kv race: the %d processes ran", KV_PROCS);
+	fix_reopen(&f);
+	is_int(queen_kv_get(f.q, "race", "counter", &v), 0,
+	    "kv race: the counter is there");
+	is_str(v ? (const char *)v->data : "", "120",
+	    "kv race: no incr of %d x %d lost", KV_PROCS, KV_INCRS);
+	free(v);
+	is_int(won, KV_GATES, "kv race: each putIfAbsent gate let one through");
+	fix_close(&f);
+}
+
+/*
  * Rows read ahead of a call answer only that call's own lookups: a later
  * call (another FUSE request) sees what another handle changed meanwhile,
  * though no statement went out between.
@@ -840,6 +952,94 @@ sql_value(const struct fix *f, const char *sql)
 	PQclear(r);
 	PQfinish(c);
 	return v;
+}
+
+/* One racer at a held gate: 1 through it, 0 refused, else a failure. */
+static int
+gate_child(struct fix *f, int fd)
+{
+	struct queen *q = open_other(f, NULL);
+	struct queen_kv_op op = { .type = QUEEN_KV_PUT_IF_ABSENT,
+		.ns = "race",
+		.key = "held",
+		.value = "v",
+		.len = 1,
+		.expect_version = -1,
+		.required = true };
+	enum queen_txn_reason why;
+	int won;
+
+	if (kv_txn_retry(q, &op, &why) != 0)
+		return 3;
+	won = why == QUEEN_TXN_OK;
+	if (write(fd, &won, sizeof(won)) != (ssize_t)sizeof(won))
+		return 5;
+	queen_close(q);
+	return 0;
+}
+
+/*
+ * The race at its worst: another session's insert of the gate key, not
+ * yet committed, keeps both racers' reads finding it missing and makes
+ * each insert wait; then it rolls back.  Exactly one racer gets through.
+ */
+static void
+test_kv_gate_held(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "pgm-kvgate");
+	struct queen_kv_value *v = NULL;
+	PGconn *c;
+	PGresult *r;
+	int out[2], n, won = 0, k, waited;
+	pid_t p[2];
+
+	/* the namespace exists, the key does not */
+	is_int(queen_kv_put(q, "race", "other", "x", 1, 0, false), 0,
+	    "kv gate: a namespace");
+	c = PQconnectdb(f.path);
+	r = PQexec(c,
+	    "BEGIN; INSERT INTO kv (ns, key, value, version, "
+	    "expires_at, updated_at) VALUES ('race', 'held', 'x', 1, 0, 0)");
+	is_int(PQresultStatus(r), PGRES_COMMAND_OK,
+	    "kv gate: another session inserts the key, uncommitted");
+	PQclear(r);
+	if (pipe(out))
+		exit(1);
+	fflush(stdout);
+	for (k = 0; k < 2; k++) {
+		if ((p[k] = fork()) == 0) {
+			close(out[0]);
+			_exit(gate_child(&f, out[1]));
+		}
+	}
+	close(out[1]);
+	/* both racers waiting on a lock (up to 10 s) */
+	for (waited = 0; waited < 1000; waited++) {
+		if (sql_value(&f,
+			"SELECT count(*) FROM pg_stat_activity "
+			"WHERE wait_event_type = 'Lock' AND "
+			"datname = current_database()") >= 2)
+			break;
+		usleep(10000);
+	}
+	ok(waited < 1000, "kv gate: both racers wait on a lock");
+	PQclear(PQexec(c, "ROLLBACK"));
+	PQfinish(c);
+	while (read(out[0], &n, sizeof(n)) == (ssize_t)sizeof(n))
+		won += n;
+	close(out[0]);
+	for (n = 0, k = 0; k < 2; k++)
+		n += reap(p[k]) != 0;
+	is_int(n, 0, "kv gate: the racers ran");
+	is_int(won, 1, "kv gate: exactly one racer got through");
+	is_int(queen_kv_get(q, "race", "held", &v), 0,
+	    "kv gate: the key is "
+	    "there");
+	ok(v && v->version == 1, "kv gate: written once (version %lld)",
+	    v ? (long long)v->version : -1LL);
+	free(v);
+	fix_close(&f);
 }
 
 /*
@@ -3501,6 +3701,8 @@ main(void)
 	test_create_race();
 	test_dedup_race(false);
 	test_dedup_race(true);
+	test_kv_race();
+	test_kv_gate_held();
 	test_ahead_ages();
 	test_big_append(false);
 	test_big_append(true);

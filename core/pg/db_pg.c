@@ -101,6 +101,10 @@
 	"c.committed < p.head)) OR (p.tail >= p.txns_start AND EXISTS " \
 	"(SELECT 1 FROM txns t WHERE t.id = " TXNS_KEY " AND " \
 	"t.created_at < $1 - q.hash_retention * 1000)) ORDER BY p.id LIMIT $2"
+/* a live KV row: ns, key, now */
+#define KV_GET \
+	"SELECT value, version, expires_at, updated_at FROM kv " \
+	"WHERE ns = $1 AND key = $2 AND (expires_at = 0 OR expires_at > $3)"
 #define CUR_BY_LEASE \
 	"SELECT c.partition_id, c.group_id, c.committed, " \
 	"c.batch_end, c.lease_id, c.lease_expires_at, c.retry_count, " \
@@ -566,10 +570,13 @@ static const struct stmt_def sql[ST__N] = {
 	    "AND group_name = $2" },
 	[ST_DLQ_DELETE] = { "dlq_delete", "DELETE FROM dlq WHERE id = $1" },
 	/* ns, key, now */
-	[ST_KV_GET] = { "kv_get",
-	    "SELECT value, version, expires_at, updated_at FROM kv "
-	    "WHERE ns = $1 AND key = $2 "
-	    "AND (expires_at = 0 OR expires_at > $3)" },
+	[ST_KV_GET] = { "kv_get", KV_GET },
+	[ST_KV_GET_LK] = { "kv_get_lk", KV_GET " FOR UPDATE" },
+	/* ns, key: a key's lock, held to the commit, for a key that has
+	 * no row to lock yet (pg_kv_get) */
+	[ST_KV_LOCK] = { "kv_lock",
+	    "SELECT pg_advisory_xact_lock(hashtextextended("
+	    "current_schema() || '/' || $1 || '/' || $2, 0))" },
 	/* ns, key, value, expires_at, now */
 	[ST_KV_PUT] = { "kv_put",
 	    "INSERT INTO kv (ns, key, value, version, expires_at, updated_at) "

@@ -114,19 +114,44 @@ kv_copy(const PGresult *r, int vcol)
 	return v;
 }
 
+/*
+ * The key's lock, to the commit, sent ahead of a write's statement (no
+ * round trip of its own).  A read-modify-write of a transaction (incr,
+ * putIfAbsent, an expected version) takes it before its read, and every
+ * write of the key takes it before it writes: where the read found no
+ * row there is no row to lock, and another session's insert would
+ * otherwise land between the read and the write.
+ */
+static int
+kv_lock(struct store *s, const char *ns, const char *key)
+{
+	struct args a = { 0 };
+
+	if (!s->in_tx)
+		return 0;
+	a_text(&a, ns);
+	a_text(&a, key);
+	return pipe_defer(s, ST_KV_LOCK, NULL, &a);
+}
+
 int
 pg_kv_get(struct store *s, const char *ns, const char *key, int64_t now,
     struct queen_kv_value **out)
 {
 	struct args a = { 0 };
+	enum stmt id = locked(s, ST_KV_GET);
 	PGresult *r;
 	int rc;
 
 	*out = NULL;
+	/* in a call that writes: the key, and its row if it has one, are
+	 * held to the commit (the read waits for a writer before it) */
+	if (id == ST_KV_GET_LK && (rc = kv_lock(s, ns, key)) != 0)
+		return rc;
 	a_text(&a, ns);
 	a_text(&a, key);
 	a_int(&a, now);
-	if (!(r = exec(s, ST_KV_GET, &a, &rc)))
+	if (!(r = exec(s, id, &a, &rc)))
 		return rc;
 	if (PQntuples(r) == 0) {
 		PQclear(r);
@@ -142,7 +167,10 @@ pg_kv_put(struct store *s, const char *ns, const char *key, const void *data,
     size_t len, int64_t expires_at, int64_t now)
 {
 	struct args a = { 0 };
+	int rc;
 
+	if ((rc = kv_lock(s, ns, key)) != 0)
+		return rc;
 	a_text(&a, ns);
 	a_text(&a, key);
 	a_bytes(&a, data, len);
@@ -155,7 +183,10 @@ int
 pg_kv_delete(struct store *s, const char *ns, const char *key, int64_t now)
 {
 	struct args a = { 0 };
+	int rc;
 
+	if ((rc = kv_lock(s, ns, key)) != 0)
+		return rc;
 	a_text(&a, ns);
 	a_text(&a, key);
 	a_int(&a, now);
@@ -167,7 +198,10 @@ pg_kv_set_expiry(struct store *s, const char *ns, const char *key,
     int64_t expires_at, int64_t now)
 {
 	struct args a = { 0 };
+	int rc;
 
+	if ((rc = kv_lock(s, ns, key)) != 0)
+		return rc;
 	a_text(&a, ns);
 	a_text(&a, key);
 	a_int(&a, now);

@@ -44,7 +44,7 @@ enum stmt {
 	ST_TXN_PURGE, ST_TXN_DELETE_PART,
 	ST_DLQ_INSERT, ST_DLQ_LIST, ST_DLQ_LIST_META, ST_DLQ_GET, ST_DLQ_GET_META,
 	ST_DLQ_COUNT, ST_DLQ_DELETE,
-	ST_KV_GET, ST_KV_PUT, ST_KV_DELETE, ST_KV_EXPIRY, ST_KV_LIST,
+	ST_KV_GET, ST_KV_GET_LK, ST_KV_LOCK, ST_KV_PUT, ST_KV_DELETE, ST_KV_EXPIRY, ST_KV_LIST,
 	ST_KV_PURGE,
 	ST_NS_GET, ST_NS_PUT, ST_NS_DELETE, ST_NS_LIST,
 	ST_TIMER_PUT, ST_TIMER_DELETE, ST_TIMER_GET, ST_TIMER_LIST,
@@ -65,6 +65,7 @@ _Static_assert(ST_PART_GET_LK == LOCKED_TWIN(ST_PART_GET), "twin");
 _Static_assert(ST_PART_LIST_LK == LOCKED_TWIN(ST_PART_LIST), "twin");
 _Static_assert(ST_PUSH_AHEAD_LK == LOCKED_TWIN(ST_PUSH_AHEAD), "twin");
 _Static_assert(ST_LEASE_AHEAD_LK == LOCKED_TWIN(ST_LEASE_AHEAD), "twin");
+_Static_assert(ST_KV_GET_LK == LOCKED_TWIN(ST_KV_GET), "twin");
 /*
  * Rows read ahead (s->ahead) answer the lookups that follow until a
  * statement that can change a row goes out; outside a transaction only
