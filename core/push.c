@@ -283,7 +283,8 @@ push_run(struct queen *q, const struct queen_push_item *items, size_t n,
 		if (k >= c.fetched && !nodedup &&
 		    (rc = prefetch(q, &c, items, ord, k, n, res)) != 0)
 			break;
-		if ((int64_t)it->len > c.qr.conf.max_message_bytes) {
+		if (!it->size_checked &&
+		    (int64_t)it->len > c.qr.conf.max_message_bytes) {
 			rc = queen_err(q, -EFBIG, "item %zu: %zu bytes is over "
 			    "max_message_bytes (%lld) of queue '%s'", i,
 			    it->len, (long long)c.qr.conf.max_message_bytes,

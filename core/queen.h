@@ -354,6 +354,10 @@ struct queen_push_item {
 	const char *trace_id;   /* may be NULL */
 	const void *payload;
 	size_t len;
+	/* its size was checked against max_message_bytes when the caller
+	 * confirmed it (the mount's close()): not refused for a limit
+	 * lowered since */
+	bool size_checked;
 };
 
 enum queen_push_status {

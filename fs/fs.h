@@ -527,7 +527,8 @@ int lease_kept_msg(const char *id, const char *txid, int64_t now,
 int push_write_check(struct pending *pe, size_t end);
 void push_refuse(struct pending *pe, int rc);
 int push_pending(struct queen *q, struct pending *p, const char *txid,
-    const char *buf, size_t len, bool excl, char **notify, bool *dup);
+    const char *buf, size_t len, bool excl, bool confirmed, char **notify,
+    bool *dup);
 struct msginfo;
 int msg_info(struct queen *q, struct node *n, bool want_payload,
     struct msginfo *mi);

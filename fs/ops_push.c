@@ -28,7 +28,8 @@ struct push_job {
 
 int
 push_pending(struct queen *q, struct pending *p, const char *txid,
-    const char *buf, size_t len, bool excl, char **notify, bool *dup)
+    const char *buf, size_t len, bool excl, bool confirmed, char **notify,
+    bool *dup)
 {
 	struct queen_push_item it;
 	struct queen_push_result res;
@@ -56,6 +57,9 @@ push_pending(struct queen *q, struct pending *p, const char *txid,
 		it.txid = name_to_txid(txid, tx, sizeof(tx)) == 0 ? tx : txid;
 		it.payload = buf;
 		it.len = len;
+		/* close() checked the size and said 0: a limit lowered since
+		 * (on another mount) does not drop it */
+		it.size_checked = confirmed;
 		if ((rc = queen_push(q, &it, 1, excl, &res)) == 0) {
 			*dup = res.status == QUEEN_PUSH_DUPLICATE;
 			*notify = strdup(p->queue);
@@ -92,7 +96,7 @@ push_run(struct job *j, struct queen *q)
 		return;
 	}
 	j->rc = push_pending(q, pj->pe, pj->txid, pj->buf, pj->len, pj->excl,
-	    &j->notify, &pj->dup);
+	    pj->h != NULL, &j->notify, &pj->dup);
 }
 
 /* publishes lock their partition's row: by queue, then partition */
@@ -151,6 +155,7 @@ publish_many(struct queen *q, struct job *first, size_t k)
 				it[i].txid = tx + i * TXID_CAP;
 			it[i].payload = pj->buf;
 			it[i].len = pj->len;
+			it[i].size_checked = pj->h != NULL;
 		}
 		pj = (struct push_job *)first;
 		rc = queen_push(q, it, k, pj->excl, res);

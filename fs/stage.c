@@ -722,8 +722,9 @@ publish(struct queen *q, char *b, size_t len, const char *what, bool loud)
 	 * briefly: the tick tries again, and the mount's requests wait
 	 * behind this meanwhile */
 	if ((rc = queen_batch_begin(q, serving ? QUEEN_BATCH_BRIEF : 0)) == 0) {
+		/* its close() confirmed it */
 		rc = push_pending(q, &p, p.name, pay, len - (size_t)(pay - b),
-		    p.excl, &notify, &dup);
+		    p.excl, true, &notify, &dup);
 		if (rc == 0)
 			rc = queen_batch_commit(q);
 		else

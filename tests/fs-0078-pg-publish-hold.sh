@@ -163,6 +163,19 @@ test_expect_success 'held pushes land in order' '
 	test_is 0 "$(stat_of "$Q/stats" depth)" depth
 '
 
+test_expect_success 'a push confirmed under the limit lands though another mount lowers it' '
+	mkdir "$MNT/queues/lim" &&
+	printf "%020d" 7 >"$MNT/queues/lim/big" &&
+	printf "max_message_bytes = 5\n" >"$TRASH/b/queues/lim/config" &&
+	wait_until 10 "test -f \"$TRASH/b/queues/lim/partitions/default/big\"" &&
+	test_is 00000000000000000007 "$(cat "$TRASH/b/queues/lim/big")" \
+	    "big, through b" &&
+	! grep "staged lim/big dropped" "$DAEMON_LOG" &&
+	printf 123456 >six &&
+	test_must_fail cp six "$TRASH/b/queues/lim/six" 2>err &&
+	grep -q "File too large" err
+'
+
 test_expect_success 'a clean unmount publishes what it held' '
 	printf u >"$Q/u1" &&
 	stop_daemon_ &&

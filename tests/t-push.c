@@ -442,6 +442,11 @@ test_max_bytes(void)
 	is_int(queen_push(q, it, 2, false, r), -EFBIG,
 	    "max: a batch with one oversize item is -EFBIG");
 	is_int(tail_of(q, Q, NULL), 1, "max: nothing of that batch written");
+	/* checked when its caller confirmed it, under a limit since lowered */
+	it[1].size_checked = true;
+	is_int(queen_push(q, it, 2, false, r), 0,
+	    "max: an item whose size was checked already is not refused");
+	is_int(tail_of(q, Q, NULL), 3, "max: both written");
 	fix_close(&f);
 }
 

@@ -68,13 +68,17 @@ static struct pending *late;
 
 int
 push_pending(struct queen *q, struct pending *p, const char *txid,
-    const char *buf, size_t len, bool excl, char **notify, bool *dup)
+    const char *buf, size_t len, bool excl, bool confirmed, char **notify,
+    bool *dup)
 {
 	size_t at = strlen(published);
 
 	(void)q;
 	(void)p;
 	(void)excl;
+	/* a replay publishes what a close() confirmed */
+	if (!confirmed)
+		return -EINVAL;
 	*notify = NULL;
 	*dup = false;
 	if (refuse_name && strcmp(txid, refuse_name) == 0 && refuse_n > 0) {
