@@ -104,6 +104,10 @@ struct pending {
 	bool dirty;         /* created, truncated or written since the push */
 	bool written;       /* write(2) since the last push: flush pushes */
 	bool excl;          /* created with O_EXCL */
+	bool based;         /* a stored KV value or timer opened for write
+			     * without O_TRUNC: the attempt starts empty, not
+			     * with the stored bytes, so a write past its end
+			     * (an append) is refused rather than leave a hole */
 	bool pushed;
 	bool kept;           /* its publish waits for the tick (stage.c),
 	                      * whose record reads come from */

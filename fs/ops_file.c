@@ -113,6 +113,7 @@ open_pending(struct node *n, struct handle *h, int flags)
 		pthread_mutex_lock(&fs_lock);  /* pe is in the table already */
 		pe->dir = n->parent ? n->parent->ino : 0;
 		pe->dirty = (flags & O_TRUNC) != 0;
+		pe->based = w != PW_PUSH && !(flags & O_TRUNC);
 		pe->refs++;
 		pend_put(n->pend);
 		n->pend = pe;
@@ -420,6 +421,33 @@ op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	handle_put(h);
 }
 
+/*
+ * A KV value or timer opened without O_TRUNC starts an empty attempt (as
+ * a message does), not one holding the stored bytes: a write past the
+ * attempt's end, as `>>` makes at the stored size, would publish zeros
+ * and the new bytes.  It is refused, and the stored value stays.
+ */
+static int
+based_gap(struct node *n, struct pending *pe, off_t off)
+{
+	char path[512];
+	size_t len;
+	bool based;
+
+	pthread_mutex_lock(&fs_lock);
+	based = pe->based;
+	len = pe->len;
+	pthread_mutex_unlock(&fs_lock);
+	if (!based || off <= (off_t)len)
+		return 0;
+	node_path(n, path, sizeof(path));
+	fs_log("write %s at byte %lld: an open without O_TRUNC starts an "
+	       "empty %s, so this would leave a hole (an append is not "
+	       "kept: write the whole value with >) (EINVAL)",
+	    path, (long long)off, pe->what == PW_KV ? "value" : "timer");
+	return -EINVAL;
+}
+
 void
 op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
     off_t off, struct fuse_file_info *fi)
@@ -442,6 +470,8 @@ op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 			rc = -EBADF;
 		else if ((rc = pend_refused(h->pend)) < 0)
 			;
+		else if ((rc = based_gap(n, h->pend, off)) < 0)
+			push_refuse(h->pend, rc);
 		else if (off >= 0 && (rc = push_write_check(h->pend,
 		    (size_t)off + size)) < 0)
 			push_refuse(h->pend, rc);

@@ -295,4 +295,33 @@ test_expect_success 'a key being written: ls lists it, rm discards its put' '
 	test_path_is_missing "$KV/wr/k"
 '
 
+# An open without O_TRUNC starts an empty value, not the stored one: `>>`
+# writes at the stored size, which would have published zeros and the
+# new bytes (the code before did, and answered 0).  It is refused, and
+# the value stays.
+test_expect_success 'an append to a stored value fails EINVAL, the value stays' '
+	mkdir -p "$KV/ap" &&
+	echo line1 >"$KV/ap/k" &&
+	n0=$(grep -c "write kv/ap/k at byte 6: an open without O_TRUNC" "$DAEMON_LOG" || :) &&
+	test_must_fail sh -c "echo line2 >>\"$KV/ap/k\"" &&
+	echo line1 >expect &&
+	test_cmp expect "$KV/ap/k" &&
+	test_is $((n0 + 1)) "$(grep -c "write kv/ap/k at byte 6: an open without O_TRUNC" "$DAEMON_LOG")" "logged" &&
+	python3 -c "
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+try:
+    os.pwrite(fd, b\"X\", 2)
+    sys.exit(1)
+except OSError as e:
+    assert e.errno == 22, e
+" "$KV/ap/k" &&
+	test_cmp expect "$KV/ap/k" &&
+	echo x >>"$KV/ap/new" &&
+	echo x >expect &&
+	test_cmp expect "$KV/ap/new" &&
+	test_must_fail sh -c "echo y >>\"$KV/ap/new\"" 2>/dev/null &&
+	test_cmp expect "$KV/ap/new"
+'
+
 test_done

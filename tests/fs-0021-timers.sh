@@ -271,4 +271,17 @@ test_expect_success 'a staging file and a timer being written: ls lists them, rm
 	test_line_count = 0 actual
 '
 
+test_expect_success 'an append to a timer fails EINVAL, payload and due time stay' '
+	q_init apt &&
+	printf "timer_delay = 3600\n" >"$Q/config" &&
+	printf tpay >"$Q/timers/t" &&
+	touch -d "+2 hours" "$Q/timers/t" &&
+	due=$(mtime_ms "$Q/timers/t") &&
+	test_must_fail sh -c "echo more >>\"$Q/timers/t\"" &&
+	printf tpay >expect &&
+	test_cmp expect "$Q/timers/t" &&
+	test_is "$due" "$(mtime_ms "$Q/timers/t")" "the due time" &&
+	grep -q "write queues/apt/timers/t at byte 4: an open without O_TRUNC starts an empty timer" "$DAEMON_LOG"
+'
+
 test_done
