@@ -143,12 +143,6 @@ parse_time(const char *s, int64_t *ms)
 	return queen_time_parse(s, strlen(s), ms);
 }
 
-static void
-format_time(int64_t ms, char *buf, size_t len)
-{
-	queen_time_format(ms - ms % 1000, buf, len);
-}
-
 static int
 bad(char *err, size_t errlen, const char *fmt, ...)
 {
@@ -331,7 +325,9 @@ config_format(const struct queue_row *qr, const struct group_row *gr,
 			if (v == QUEEN_SUB_SINCE) {
 				char t[40];
 
-				format_time(gr->since, t, sizeof(t));
+				/* to the millisecond it was set to: what
+				 * reads back writes back unchanged */
+				queen_time_format(gr->since, t, sizeof(t));
 				snprintf(tbuf, sizeof(tbuf), "since %s", t);
 				s = tbuf;
 			} else {

@@ -139,6 +139,24 @@ test_subscription(void)
 	    "since 2023-11-14T23:14:20+01:00"), 0, "sub since: with an offset");
 	queen_group_get(q, Q, "s5", &gi);
 	is_int(gi.since, t0 + 60 * SEC, "sub since: offset applied");
+	/* a time with milliseconds reads back with them, and writing back
+	 * what was read changes nothing */
+	{
+		char buf[2048];
+		ssize_t len;
+
+		is_int(cfg(q, Q, "s6", "subscription",
+			   "since 2023-11-14T22:14:20.079Z"),
+		    0, "sub since: ms set");
+		len = queen_config_format(q, Q, "s6", buf, sizeof(buf));
+		ok(len > 0 &&
+			strstr(buf,
+			    "subscription = since "
+			    "2023-11-14T22:14:20.079Z\n") != NULL,
+		    "sub since: reads back to the millisecond");
+		queen_group_get(q, Q, "s6", &gi);
+		is_int(gi.since, t0 + 60 * SEC + 79, "sub since: ms kept");
+	}
 	is_int(cfg(q, Q, "s2", "subscription", "since yesterday"), -EINVAL,
 	    "sub since: a bad time is -EINVAL");
 	is_int(cfg(q, Q, "s3", "subscription", "some"), -EINVAL,
