@@ -131,7 +131,7 @@ main(int argc, char **argv)
 {
 	struct opts o;
 	char db[PATH_MAX], fsname[PATH_MAX + 16];
-	static char tokens[PATH_MAX];
+	static char tokens[PATH_MAX], mnt_real[PATH_MAX];
 	enum queen_sync sync = QUEEN_SYNC_FULL;
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
 	struct fuse_loop_config *lc;
@@ -216,6 +216,14 @@ main(int argc, char **argv)
 	fs.debug = o.debug;
 	if (!o.mountpoint)
 		return serve_http_only(&o, db, sync);
+	/*
+	 * The spool of a shared store is named after the mountpoint: the
+	 * same directory however it is spelt (relative, a trailing slash, a
+	 * symlink), resolved before the mount covers it.  A stale mount
+	 * (ENOTCONN) keeps the name as given.
+	 */
+	if (realpath(o.mountpoint, mnt_real))
+		o.mountpoint = mnt_real;
 	/* /proc/mounts is world-readable: never show a URI (credentials) */
 	if (snprintf(fsname, sizeof(fsname), "fsname=%s,subtype=queenfs",
 	    queen_path_is_pg(db) ? "postgresql" : db) >= (int)sizeof(fsname))

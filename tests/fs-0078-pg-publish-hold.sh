@@ -195,4 +195,14 @@ test_expect_success 'after a kill -9 with pushes held the spool publishes them o
 	test_is 2 "$(cat n)" "k1 and k2, once each"
 '
 
+# The spool is the mountpoint'"'"'s, however the restart spells it.
+test_expect_success 'a restart that spells the mountpoint otherwise publishes the spool' '
+	printf sp1 >"$Q/sp1" &&
+	kill9_daemon &&
+	MNT_ARG="$MNT/" &&
+	remount &&
+	MNT_ARG= &&
+	test_is sp1 "$(cat "$TRASH/b/queues/h/sp1")" "sp1 through b"
+'
+
 test_done

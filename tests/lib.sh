@@ -450,8 +450,9 @@ is_mounted () {
 }
 
 # Starts the daemon on $MNT and $DB; waits up to 10 s for the mount.
+# MNT_ARG, when set, is how the command line spells $MNT.
 start_daemon_ () {
-	"$QUEENFS" -f --db "$DB" $DAEMON_ARGS "$MNT" >>"$DAEMON_LOG" 2>&1 </dev/null 5>&- &
+	"$QUEENFS" -f --db "$DB" $DAEMON_ARGS "${MNT_ARG:-$MNT}" >>"$DAEMON_LOG" 2>&1 </dev/null 5>&- &
 	DAEMON_PID=$!
 	echo "$DAEMON_PID" >"$TRASH/daemon.pid"
 	sd_n_=100
