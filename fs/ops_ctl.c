@@ -65,11 +65,14 @@ config_lines_check(struct node *n, const char *text, size_t len)
 	if (n->kind == K_SEEK) {
 		struct ctl_seek sk;
 
-		if (ctl_seek_parse(text, len, &sk) == 0)
+		bool parsed = ctl_seek_parse(text, len, &sk) == 0;
+		bool zero = parsed && sk.kind == CTL_POS_OFFSET && sk.value < 1;
+
+		if (parsed && !zero)
 			return 0;
 		node_path(n, path, sizeof(path));
-		fs_log("write %s: cannot parse position; nothing will be "
-		    "applied (EINVAL)", path);
+		fs_log("write %s: %s; nothing will be applied (EINVAL)", path,
+		    zero ? "offsets start at 1" : "cannot parse position");
 		return -EINVAL;
 	}
 	if (!(cfg = malloc(sizeof(*cfg))))

@@ -225,6 +225,16 @@ test_expect_success PYTHON 'seek: negative offsets and garbage are EINVAL' '
 	alive
 '
 
+# sh ignores what close() answers: a seek refused only there would look
+# done.  Offset 0 is refused at the write(2), as a line that does not parse.
+test_expect_success 'seek: offset 0 fails at its write, which sh reports' '
+	test_must_fail sh -c "printf \"0\\n\" >\"$Q/groups/s/seek\"" &&
+	test_must_fail sh -c "printf \"default 0\\n\" >\"$Q/groups/s/seek\"" &&
+	grep -c "groups/s/seek: offsets start at 1; nothing will be applied" \
+	    "$DAEMON_LOG" >n &&
+	test_is 2 "$(cat n)" "logged twice"
+'
+
 test_expect_success PYTHON 'hostile JSON to each api/ file: a JSON error, nothing written' '
 	ls -R "$MNT/queues" >tree.before &&
 	cat "$Q/stats" >stats.before &&
