@@ -243,6 +243,12 @@ op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 		return;
 	}
 	if (p->kind != K_QUEUES && p->kind != K_GROUPS && p->kind != K_KV) {
+		char path[512];
+
+		node_path(p, path, sizeof(path));
+		fs_log("rmdir %s/%s: only a queue, a group or a KV namespace "
+		       "is removed (EPERM)",
+		    path, name);
 		fuse_reply_err(req, EPERM);
 		return;
 	}
@@ -322,6 +328,17 @@ op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		return;
 	}
 	if (p->kind != K_KV_NS && p->kind != K_TIMERS) {
+		char path[512];
+
+		node_path(p, path, sizeof(path));
+		fs_log("unlink %s/%s: %s (EPERM)", path, name,
+		    p->kind == K_QUEUE || p->kind == K_PART ?
+			"a stored message "
+			"stays until retention or the queue's removal: consume "
+			"it "
+			"(next, then a rename into ack/)" :
+			"only a KV key, a timer "
+			"or a dead letter is removed");
 		fuse_reply_err(req, EPERM);
 		return;
 	}

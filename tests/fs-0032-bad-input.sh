@@ -235,6 +235,17 @@ test_expect_success 'seek: offset 0 fails at its write, which sh reports' '
 	test_is 2 "$(cat n)" "logged twice"
 '
 
+test_expect_success 'rm of a stored message and rmdir of ack/: EPERM, logged' '
+	printf keep >"$Q/rmme" &&
+	test_must_fail rm "$Q/rmme" &&
+	test_must_fail rm "$Q/partitions/default/rmme" &&
+	test_must_fail rmdir "$Q/ack" &&
+	test_is keep "$(cat "$Q/rmme")" "the message" &&
+	grep -c "unlink queues/b.*/rmme: a stored message stays" "$DAEMON_LOG" >n &&
+	test_is 2 "$(cat n)" "both unlinks logged" &&
+	grep -q "rmdir queues/b/ack: only a queue, a group or a KV namespace is removed (EPERM)" "$DAEMON_LOG"
+'
+
 test_expect_success PYTHON 'hostile JSON to each api/ file: a JSON error, nothing written' '
 	ls -R "$MNT/queues" >tree.before &&
 	cat "$Q/stats" >stats.before &&
