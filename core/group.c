@@ -331,7 +331,10 @@ queen_group_delete(struct queen *q, const char *queue, const char *group)
 		    (long long)(l.until - l.now));
 		goto out;
 	}
-	if ((rc = q->ops->cursor_delete_group(q->st, g.id)) == 0)
+	/* readers of the group waiting on other mounts wake and find it
+	 * gone (ENOENT), as queen_queue_delete's do */
+	if ((rc = announce(q, qr.id, 0)) == 0 &&
+	    (rc = q->ops->cursor_delete_group(q->st, g.id)) == 0)
 		rc = q->ops->group_delete(q->st, g.id);
 out:
 	return tx_end(q, rc);

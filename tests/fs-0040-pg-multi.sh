@@ -239,6 +239,21 @@ test_expect_success 'a group removed through A is not made again through B' '
 	done
 '
 
+# A removal wakes the readers of the group waiting on other mounts: they
+# find it gone (ENOENT) rather than wait out their wait (ENODATA).
+test_expect_success 'a reader parked on B in a group that A removes gets ENOENT' '
+	mkdir "$A/queues/gp" &&
+	echo "wait = 20" >"$A/queues/gp/config" &&
+	mkdir "$A/queues/gp/groups/g" &&
+	{ sysc read "$B/queues/gp/groups/g/next" >parked & } &&
+	reader=$! && track_pid $reader &&
+	wait_until 5 "test \"\$(stat_of \"$B/sys/stats\" waiting_readers)\" = 1" &&
+	rmdir "$A/queues/gp/groups/g" &&
+	wait_until 30 "! kill -0 $reader 2>/dev/null" &&
+	{ wait $reader || :; } &&
+	test_is ENOENT "$(sed -n "1s/.*://p" parked)" "the parked read"
+'
+
 test_expect_success 'config written through A is read through B and C' '
 	printf "retry_limit = 9\nlease_time = 77\n" >"$A/queues/q/config" &&
 	grep -qx "retry_limit = 9" "$B/queues/q/config" &&
