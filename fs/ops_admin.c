@@ -329,16 +329,13 @@ op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	if (p->kind != K_KV_NS && p->kind != K_TIMERS) {
 		char path[512];
+		const char *why = p->kind == K_QUEUE || p->kind == K_PART ?
+		    "a stored message stays until retention or the queue's "
+		    "removal: consume it (next, then a rename into ack/)" :
+		    "only a KV key, a timer or a dead letter is removed";
 
 		node_path(p, path, sizeof(path));
-		fs_log("unlink %s/%s: %s (EPERM)", path, name,
-		    p->kind == K_QUEUE || p->kind == K_PART ?
-			"a stored message "
-			"stays until retention or the queue's removal: consume "
-			"it "
-			"(next, then a rename into ack/)" :
-			"only a KV key, a timer "
-			"or a dead letter is removed");
+		fs_log("unlink %s/%s: %s (EPERM)", path, name, why);
 		fuse_reply_err(req, EPERM);
 		return;
 	}
