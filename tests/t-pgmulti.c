@@ -481,7 +481,7 @@ kv_child(struct fix *f, int fd, int start, int who)
 	struct queen *q = open_other(f, NULL);
 	struct queen_kv_op op;
 	enum queen_txn_reason why;
-	char key[32], val[8], c;
+	char key[32], val[12], c;
 	int i, won = 0;
 
 	if (read(start, &c, 1) != 1)
