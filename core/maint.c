@@ -223,9 +223,13 @@ fire_timers(struct maint *m)
 			it.partition = t->partition;
 			it.payload = t->payload;
 			it.len = t->len;
+			/* its schedule checked the size (timer.c), as a
+			 * push's close() does: a limit lowered since does
+			 * not drop it */
+			it.size_checked = true;
 			rc = push_items(q, &it, 1, false, &r, NULL);
-			/* a payload the queue no longer accepts (its limit
-			 * was lowered) must not block every other timer */
+			/* one the queue refuses all the same must not block
+			 * every other timer */
 			if (rc == -EFBIG || rc == -EINVAL)
 				rc = 0;
 		}

@@ -883,6 +883,19 @@ test_timers(void)
 		b = NULL;
 	}
 
+	/* scheduled under the queue's limit, it fires though the limit
+	 * was lowered since: the schedule was the check its writer saw */
+	is_int(queen_timer_schedule(q, Q, "t5", "lim", f.now + SEC, "longer",
+		   6),
+	    0, "timer: a 6-byte payload scheduled");
+	is_int(cfg(q, Q, NULL, "max_message_bytes", "3"), 0,
+	    "timer: the limit lowered to 3 bytes");
+	f.now += 2 * SEC;
+	maintain_all(q);
+	is_int(tail_of(q, Q, "lim"), 1, "timer: it fires all the same");
+	is_int(cfg(q, Q, NULL, "max_message_bytes", "16777216"), 0,
+	    "timer: the limit back");
+
 	is_int(queen_timer_schedule(q, Q, "bad/key", NULL, f.now + SEC, "x",
 	    1), -EINVAL, "timer: a bad key is -EINVAL");
 	is_int(queen_timer_schedule(q, Q, "k", "bad part", f.now + SEC, "x",
