@@ -606,6 +606,16 @@ pend_truncate(struct pending *p, off_t size, int64_t now)
 		    p->queue, p->name);
 		return -EPERM;
 	}
+	if (p->based && (size_t)size > p->len) {
+		/* the stored bytes are not in the attempt: zeros would be */
+		pthread_mutex_unlock(&fs_lock);
+		fs_log("truncate %s/%s to %lld bytes: an open without O_TRUNC "
+		       "starts an empty %s, so this would publish zeros "
+		       "(EINVAL)",
+		    p->queue, p->name, (long long)size,
+		    p->what == PW_KV ? "value" : "timer");
+		return -EINVAL;
+	}
 	if (size == 0 && p->spill)
 		drop_bytes(p);  /* back to the heap, no copy to make */
 	if ((rc = room(p, (size_t)size)) == 0 && p->spill) {

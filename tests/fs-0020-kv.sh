@@ -299,7 +299,7 @@ test_expect_success 'a key being written: ls lists it, rm discards its put' '
 # writes at the stored size, which would have published zeros and the
 # new bytes (the code before did, and answered 0).  It is refused, and
 # the value stays.
-test_expect_success 'an append to a stored value fails EINVAL, the value stays' '
+test_expect_success 'an append or a growing truncate of a stored value fails EINVAL' '
 	mkdir -p "$KV/ap" &&
 	echo line1 >"$KV/ap/k" &&
 	n0=$(grep -c "write kv/ap/k at byte 6: an open without O_TRUNC" "$DAEMON_LOG" || :) &&
@@ -317,6 +317,22 @@ except OSError as e:
     assert e.errno == 22, e
 " "$KV/ap/k" &&
 	test_cmp expect "$KV/ap/k" &&
+	python3 -c "
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+try:
+    os.ftruncate(fd, 3)
+    sys.exit(1)
+except OSError as e:
+    assert e.errno == 22, e
+fd = os.open(sys.argv[1], os.O_RDWR)
+os.ftruncate(fd, 0)
+os.write(fd, b\"line3\\n\")
+os.close(fd)
+" "$KV/ap/k" &&
+	echo line3 >expect &&
+	test_cmp expect "$KV/ap/k" &&
+	grep -q "truncate ap/k to 3 bytes: an open without O_TRUNC starts an empty value" "$DAEMON_LOG" &&
 	echo x >>"$KV/ap/new" &&
 	echo x >expect &&
 	test_cmp expect "$KV/ap/new" &&
