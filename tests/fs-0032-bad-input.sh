@@ -235,8 +235,11 @@ test_expect_success 'seek: offset 0 fails at its write, which sh reports' '
 	test_is 2 "$(cat n)" "logged twice"
 '
 
+# the rename returns once the message is stored (a plain close() does
+# not wait, and rm of a push not yet published discards it)
 test_expect_success 'rm of a stored message and rmdir of ack/: EPERM, logged' '
-	printf keep >"$Q/rmme" &&
+	printf keep >"$Q/.rmme" &&
+	mv "$Q/.rmme" "$Q/rmme" &&
 	test_must_fail rm "$Q/rmme" &&
 	test_must_fail rm "$Q/partitions/default/rmme" &&
 	test_must_fail rmdir "$Q/ack" &&
