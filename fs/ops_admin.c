@@ -276,8 +276,11 @@ op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	 * that is not published yet is an attempt of its own: all go.  One
 	 * kept for the tick is not (EPERM, as a published message): its
 	 * close() said it will be published, and a put or a timer kept
-	 * would land after the removal.  Looked at and marked dead in one
-	 * hold of fs_lock, as the keep marks it kept.
+	 * would land after the removal.  Nor is one whose publish is in
+	 * the engine's queue: its last close() returned 0, and an rm right
+	 * after it is an rm of what that close() stored (order.c has the
+	 * publish queued before this request runs).  Looked at and marked
+	 * dead in one hold of fs_lock, as the keep marks it kept.
 	 */
 	/* one kept behind a newer open of the name is not in the table */
 	kept = name[0] != '.' &&
@@ -287,7 +290,8 @@ op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		 fs_now()))) {
 		pthread_mutex_lock(&fs_lock);
 		kept = pe->kept;
-		cancel = name[0] == '.' || (!pe->pushed && !kept);
+		cancel = name[0] == '.' ||
+		    (!pe->pushed && !kept && !pe->publishing);
 		if (cancel)
 			pe->dead = true;
 		pthread_mutex_unlock(&fs_lock);

@@ -714,7 +714,7 @@ pend_kill_replaced(enum pend_what w, const char *queue, const char *part,
 	for (struct pending *p = replaced; p; p = p->snext) {
 		if (p->what != w || !same(p->queue, queue) ||
 		    !same(p->part, part) || strcmp(p->name, name) != 0 ||
-		    p->pushed || p->dead || p->kept)
+		    p->pushed || p->dead || p->kept || p->publishing)
 			continue;
 		p->dead = true;
 		stage_remove(p);

@@ -132,6 +132,25 @@ test_expect_success 'a listing, a read by name and the stats count a push at onc
 	done
 '
 
+# close() returned 0, so the push is stored: an rm right after it, while
+# its publish is still held, is an rm of a stored message (the code
+# before took it for an attempt still open and threw the push away).  A
+# KV key put and removed in turn is gone: the removal runs after the put.
+test_expect_success 'rm right after close(): EPERM, the push is stored' '
+	printf keep >"$Q/rmc" &&
+	test_must_fail rm "$Q/rmc" &&
+	test_is keep "$(cat "$Q/rmc")" "the message" &&
+	grep -q "unlink queues/h/rmc: a stored message stays" "$DAEMON_LOG" &&
+	pop >out && grep -q "^leased/[^/]*/rmc$" out &&
+	mv "$Q/$(cat out)" "$Q/ack/" &&
+	mkdir -p "$MNT/kv/rmk" &&
+	printf v >"$MNT/kv/rmk/k" &&
+	rm "$MNT/kv/rmk/k" &&
+	test_must_fail cat "$MNT/kv/rmk/k" 2>/dev/null &&
+	ls "$TRASH/b/kv/rmk" >out &&
+	test ! -s out
+'
+
 test_expect_success 'nothing is held while a reader waits on the mount' '
 	{ timeout 20 cat "$Q/next" >w.out 2>w.err & } &&
 	rp=$! && track_pid $rp &&
