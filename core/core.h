@@ -143,6 +143,8 @@ struct store_ops {
 	const char *(*errmsg)(struct store *st);
 	/* the last failure was an I/O error or corruption (not a refusal) */
 	bool (*io_failed)(struct store *st);
+	/* forget the last failure's message: errmsg is "" until the next */
+	void (*err_clear)(struct store *st);
 
 	int (*begin)(struct store *st);
 	/* begin a batch: each call in it runs in a savepoint, and what runs
@@ -441,6 +443,7 @@ struct queen {
 	int npend;                /* past FRESH_PEND: every partition */
 	uint64_t pop_need;        /* see queen_pop_ticket */
 	bool failed;              /* a storage I/O error stops all writes */
+	bool err_set;             /* queen_err ran since the last tx_begin */
 	bool groups_explicit;     /* queen_groups_explicit */
 	uint64_t fast_pushes;     /* api/push bodies read without jansson */
 	uint64_t dlq_rows;        /* dead-letter rows the store handed up */

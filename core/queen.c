@@ -143,6 +143,7 @@ queen_err(struct queen *q, int rc, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(q->err, sizeof(q->err), fmt, ap);
 	va_end(ap);
+	q->err_set = true;
 	return rc;
 }
 
@@ -212,6 +213,9 @@ tx_begin(struct queen *q)
 {
 	int rc;
 
+	/* what fails in this call is named by it (tx_end) */
+	q->err_set = false;
+	q->ops->err_clear(q->st);
 	if (failed_now(q))
 		return queen_err(q, -EIO, "%s", q->failmsg);
 	if (q->batch_depth == 0 && q->ops->set_durable &&
@@ -227,12 +231,16 @@ tx_begin(struct queen *q)
 /*
  * Finish what tx_begin started: keep it when rc is 0, else undo it.  A
  * failing commit undoes everything and its error is returned.  Storage
- * errors set the message; logical refusals keep the one already set.
+ * errors set the message; logical refusals keep the one already set.  A
+ * refusal the store made that nothing named since tx_begin (a constraint
+ * another session's commit broke: a foreign key to a queue it deleted)
+ * is named by the store's message, not left with an earlier call's.
  */
 int
 tx_end(struct queen *q, int rc)
 {
 	int crc;
+	bool unnamed = rc < 0 && !q->err_set && q->ops->errmsg(q->st)[0];
 
 	if (q->batch_depth > 0) {
 		if (rc == 0) {
@@ -259,6 +267,8 @@ tx_end(struct queen *q, int rc)
 	case -EACCES:
 		return storage_error(q, rc);
 	}
+	if (unnamed)
+		return storage_error(q, rc);
 	return rc;
 }
 

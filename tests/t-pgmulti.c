@@ -2827,6 +2827,50 @@ test_lock_timeout(void)
 }
 
 /*
+ * A refusal the store makes (a constraint) is reported with the store's
+ * reason, never with a message an earlier call left: another session
+ * deletes the queue a push is writing, and commits while the push waits
+ * for the partition's row.  The push fails (the queue is gone), and
+ * queen_errmsg names the store's reason, not the "no queue 'nosuch'"
+ * of the failed lookup before it (the code before left that one).
+ */
+static void
+test_store_refusal_named(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "pgm-errname");
+	PGconn *c = PQconnectdb(f.path);
+	struct later l = { c, 500 };
+	pthread_t th;
+	PGresult *r;
+	int64_t rc, off;
+
+	is_int(push1(q, "ea", NULL, "m1", "x"), 1, "refusal: push m1");
+	rc = queen_msg_find(q, "nosuch", "default", "m1", &off);
+	ok(rc == -ENOENT && strstr(queen_errmsg(q), "no queue 'nosuch'"),
+	    "refusal: a lookup in a missing queue says so (%s)",
+	    queen_errmsg(q));
+	r = PQexec(c, "BEGIN; DELETE FROM queues WHERE name = 'ea'");
+	ok(PQresultStatus(r) == PGRES_COMMAND_OK,
+	    "refusal: another session deletes the queue");
+	PQclear(r);
+	if (pthread_create(&th, NULL, commit_later, &l) != 0) {
+		diag("pthread_create failed");
+		exit(1);
+	}
+	rc = push1(q, "ea", "np", "m2", "x");
+	pthread_join(th, NULL);
+	diag("refusal: the push answered %lld: %s", (long long)rc,
+	    queen_errmsg(q));
+	ok(rc < 0, "refusal: the push into the deleted queue fails");
+	ok(!strstr(queen_errmsg(q), "nosuch") &&
+		strncmp(queen_errmsg(q), "storage: ", 9) == 0,
+	    "refusal: the store's reason names it, not the lookup's before");
+	PQfinish(c);
+	fix_close(&f);
+}
+
+/*
  * A push and an ack of one partition committing at once on two daemons
  * can leave its cursor caught up with a message past it (the ack saw no
  * message, the push saw a leased cursor): made here by hand, as the race
@@ -3722,6 +3766,7 @@ main(void)
 	test_sent_write_fails();
 	test_sent_write_busy();
 	test_lock_timeout();
+	test_store_refusal_named();
 	test_cursor_repair();
 	test_lease_durable();
 	test_ack_order();

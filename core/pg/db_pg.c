@@ -673,6 +673,12 @@ pg_errno(const char *state)
 	return -EIO;
 }
 
+static void
+pg_err_clear(struct store *s)
+{
+	s->err[0] = '\0';
+}
+
 static bool
 pg_corrupt(const char *state)
 {
@@ -1755,6 +1761,7 @@ pg_sync(struct store *s)
 static const struct store_ops pg_ops = {
 	.close = pg_close,
 	.errmsg = pg_errmsg,
+	.err_clear = pg_err_clear,
 	.io_failed = pg_io_failed,
 	.begin = pg_begin,
 	.commit = pg_commit,

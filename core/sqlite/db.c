@@ -477,6 +477,12 @@ s_errmsg(struct store *s)
 	return s->err;
 }
 
+static void
+s_err_clear(struct store *s)
+{
+	s->err[0] = '\0';
+}
+
 static bool
 s_io_failed(struct store *s)
 {
@@ -560,6 +566,7 @@ s_rollback_to(struct store *s)
 static const struct store_ops sqlite_ops = {
 	.close = s_close,
 	.errmsg = s_errmsg,
+	.err_clear = s_err_clear,
 	.io_failed = s_io_failed,
 	.begin = s_begin,
 	.commit = s_commit,
