@@ -402,6 +402,7 @@ int64_t fs_now(void);
 
 /* stage.c */
 int stage_open(const char *dir, bool full);
+const char *stage_dir(void);
 int stage_save(struct pending *p);
 bool stage_needed(const struct pending *p);
 void stage_remove(struct pending *p);

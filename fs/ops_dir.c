@@ -441,13 +441,26 @@ op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fuse_reply_err(req, 0);
 }
 
+/*
+ * df: the room on the disk that holds what a close() confirms before it
+ * returns, the spool's (beside the database on SQLite; on a server's
+ * store the mount's own, whose pushes wait there until published).  A
+ * server's room is not known here.  Inode counts are not the mount's.
+ */
 void
 op_statfs(fuse_req_t req, fuse_ino_t ino)
 {
-	struct statvfs sv;
+	struct statvfs sv, disk;
 
 	memset(&sv, 0, sizeof(sv));
 	sv.f_bsize = sv.f_frsize = 4096;
+	if (stage_dir()[0] && statvfs(stage_dir(), &disk) == 0) {
+		sv.f_bsize = disk.f_bsize;
+		sv.f_frsize = disk.f_frsize;
+		sv.f_blocks = disk.f_blocks;
+		sv.f_bfree = disk.f_bfree;
+		sv.f_bavail = disk.f_bavail;
+	}
 	sv.f_namemax = QUEEN_NAME_MAX;
 	fuse_reply_statfs(req, &sv);
 }

@@ -124,6 +124,13 @@ stage_open(const char *dir, bool full)
 	return 0;
 }
 
+/* the spool's directory ("" before stage_open) */
+const char *
+stage_dir(void)
+{
+	return spool;
+}
+
 static int
 sync_dir(void)
 {

@@ -141,4 +141,15 @@ test_expect_success 'sys/metrics: per-group lag and the oldest waiting age' '
 	grep -Eq "^queenfs_oldest_waiting_ms\{queue=\"sq\",group=\"sg\"\} [0-9]+$" m
 '
 
+# df on the mount shows the room on the disk that holds the database and
+# the spool, where every close() stages its bytes (it showed 0 blocks, so
+# a script that checks the room before it writes would never write)
+test_expect_success SQLITE_STORE 'df shows the database disk'"'"'s room' '
+	df -P "$MNT" >mnt.df &&
+	df -P "$(dirname "$DB")" >db.df &&
+	size=$(awk "NR == 2 { print \$2 }" mnt.df) &&
+	test "$size" -gt 0 &&
+	test_is "$(awk "NR == 2 { print \$2 }" db.df)" "$size" "1K-blocks"
+'
+
 test_done
