@@ -411,4 +411,29 @@ test_expect_success 'a dead lease resolves until 4096 newer ones were handed out
 	test_is 4097 "$(committed)" committed
 '
 
+# Without a lease, failed/ charges the retry budget and moves nothing (the
+# message before it, never mentioned, is not committed); dlq/ moves the
+# cursor past x, so what is below it is committed with it: the cursor is
+# one offset (docs/design.md, statuses).
+test_expect_success 'partitions/p/x -> failed/ and dlq/ without a lease' '
+	q_init ll &&
+	printf a >"$Q/partitions/p4/z1" && printf b >"$Q/partitions/p4/z2" &&
+	printf c >"$Q/partitions/p4/z3" &&
+	echo ok >expect &&
+	sysc rename "$Q/partitions/p4/z2" "$Q/failed/z2" >actual &&
+	test_cmp expect actual &&
+	test_is 0 "$(committed p4)" "committed after failed" &&
+	grep -q "^partition p4: .*retry_count = 1" "$Q/stats" &&
+	d0=$(stat_of "$Q/stats" dlq) &&
+	sysc rename "$Q/partitions/p4/z2" "$Q/dlq/z2" >actual &&
+	test_cmp expect actual &&
+	test_is 2 "$(committed p4)" "committed after dlq" &&
+	test_is $((d0 + 1)) "$(stat_of "$Q/stats" dlq)" dlq &&
+	sysc rename "$Q/partitions/p4/z1" "$Q/failed/z1" >actual &&
+	echo rename:EALREADY >expect &&
+	test_cmp expect actual &&
+	mv "$Q/partitions/p4/z3" "$Q/ack/" &&
+	test_is 3 "$(committed p4)" "committed after the ack of z3"
+'
+
 test_done
