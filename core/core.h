@@ -261,6 +261,12 @@ struct store_ops {
 	 * the store may read them at once and answer those asks from it */
 	int (*txn_find_many)(struct store *st, int64_t part_id,
 	    const struct hash128 *h, size_t n, int64_t lo, int64_t hi);
+	/* optional: for each of the n hashes its highest row in part_id's
+	 * [lo, hi], into off[i] (0: none), in one go (NULL: core asks
+	 * txn_find for each) */
+	int (*txn_newest_many)(struct store *st, int64_t part_id,
+	    const struct hash128 *h, size_t n, int64_t lo, int64_t hi,
+	    int64_t *off);
 	/* optional: a push to queue's partition part (dedup hash h[0], or
 	 * h NULL) is about to read the queue's row, the partition's (locked
 	 * in a transaction) and h[0] in its dedup window, then (n > 1) to

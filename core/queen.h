@@ -338,6 +338,16 @@ int queen_msg_find(struct queen *q, const char *queue, const char *partition,
     const char *txid, int64_t *offset);
 
 /*
+ * queen_msg_superseded - for each message of b, as queen_msg_read read it,
+ * whether a later offset of its partition holds the same transactionId
+ * (a dead letter requeued, a push again with dedup_window = 0): out[i]
+ * true.  The hash rows answer, so a later copy whose row retention has
+ * purged is not seen.
+ */
+int queen_msg_superseded(struct queen *q, const struct queen_batch *b,
+    bool *out);
+
+/*
  * queen_msg_read - the messages from offset `from` on (up to max of them,
  * skipping purged offsets), with payloads unless want_payload is false.
  * *out is NULL and 0 returned when there are none.

@@ -521,6 +521,57 @@ queen_msg_read(struct queen *q, const char *queue, const char *partition,
 	return rc;
 }
 
+int
+queen_msg_superseded(struct queen *q, const struct queen_batch *b, bool *out)
+{
+	struct queue_row qr;
+	struct part_row p;
+	struct hash128 *h = NULL;
+	int64_t *newest = NULL;
+	size_t i;
+	int rc;
+
+	if (!b || b->n == 0)
+		return 0;
+	memset(out, 0, b->n * sizeof(*out));
+	if ((rc = queue_load(q, b->queue, &qr)) != 0)
+		return rc;
+	if ((rc = part_load(q, &qr, b->partition, false, &p)) != 0)
+		return rc;
+	h = malloc(b->n * sizeof(*h));
+	newest = calloc(b->n, sizeof(*newest));
+	if (!h || !newest) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < b->n; i++)
+		hash_txid(b->msgs[i].txid, &h[i]);
+	if (q->ops->txn_newest_many) {
+		rc = q->ops->txn_newest_many(q->st, p.id, h, b->n,
+		    b->msgs[0].offset + 1, p.tail, newest);
+	} else {
+		for (i = 0; i < b->n && rc == 0; i++) {
+			rc = q->ops->txn_find(q->st, p.id, &h[i],
+			    b->msgs[i].offset + 1, p.tail, true, &newest[i],
+			    NULL);
+			if (rc == -ENOENT) {
+				newest[i] = 0;
+				rc = 0;
+			}
+		}
+	}
+	if (rc != 0) {
+		rc = queen_err(q, rc, "storage: %s", q->ops->errmsg(q->st));
+		goto out;
+	}
+	for (i = 0; i < b->n; i++)
+		out[i] = newest[i] > b->msgs[i].offset;
+out:
+	free(h);
+	free(newest);
+	return rc;
+}
+
 struct findtx {
 	const char *txid;
 	int64_t last;

@@ -327,6 +327,7 @@ partdir_run(struct job *j, struct queen *q)
 	size_t at = 0, used;
 	int64_t from = dj->off <= 2 ? 1 : dj->off - 1;
 	bool ended = dj->off >= KEPT_COOKIE; /* the log is listed */
+	bool sup[PAGE_MSGS];
 
 	if (!buf) {
 		j->rc = -ENOMEM;
@@ -352,11 +353,17 @@ partdir_run(struct job *j, struct queen *q)
 			ended = rc >= 0;
 			break;
 		}
+		/* a name pushed again is listed once, at its newest offset,
+		 * which a read of the name reads (if the store cannot say,
+		 * every copy is listed) */
+		if (queen_msg_superseded(q, b, sup) < 0)
+			memset(sup, 0, sizeof(sup));
 		for (size_t i = 0; i < b->n; i++) {
 			char nm[NAME_MAX_BYTES + 1];
 
 			/* an id too long to be a name is only in api/ */
-			if (txid_to_name(b->msgs[i].txid, nm, sizeof(nm)) < 0) {
+			if (sup[i] ||
+			    txid_to_name(b->msgs[i].txid, nm, sizeof(nm)) < 0) {
 				from = b->msgs[i].offset + 1;
 				continue;
 			}

@@ -157,6 +157,19 @@ test_expect_success 'dedup_window = 0 stores a re-pushed name again' '
 	test_is 0 "$(stat_of stats duplicates)" duplicates
 '
 
+# Both pushes are in the log, but the partition lists the name once, as
+# the newest, which a read of the name reads: a directory never holds a
+# name twice (it did, and cp -r failed on it with EEXIST, tar stored both).
+test_expect_success 'a name pushed twice is listed once; cp -r copies the newest' '
+	printf other >"$MNT/queues/nodedup/other" &&
+	ls "$MNT/queues/nodedup/partitions/default" >actual &&
+	printf "%s\n" other same >expect &&
+	test_cmp expect actual &&
+	cp -r "$MNT/queues/nodedup/partitions/default" copy &&
+	test_is two "$(cat copy/same)" "the copy" &&
+	test_is two "$(cat "$MNT/queues/nodedup/partitions/default/same")" "a read"
+'
+
 test_expect_success 'dedup_window = 0 still writes the hash rows: a lease-less ack resolves' '
 	echo ok >expect &&
 	sysc rename "$MNT/queues/nodedup/partitions/default/same" \

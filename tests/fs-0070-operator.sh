@@ -39,7 +39,10 @@ test_expect_success 'mv dlq/<p>/<x> into the queue requeues x: same id, new offs
 	printf "body 1" >expect &&
 	test_cmp expect "$Q/partitions/default/d1" &&
 	test_is 4 "$(getfattr --only-values -n user.queen.offset "$Q/partitions/default/d1")" offset &&
-	grep -q "requeue .*dlq/default/d1.*offset 4" "$DAEMON_LOG"
+	grep -q "requeue .*dlq/default/d1.*offset 4" "$DAEMON_LOG" &&
+	ls "$Q/partitions/default" >names &&
+	printf "%s\n" d1 d2 d3 >expect &&
+	test_cmp expect names
 '
 
 test_expect_success 'the requeued message is delivered again and can be acked' '

@@ -283,6 +283,62 @@ test_generated_txid(void)
 	test_ids_in_order();
 }
 
+/*
+ * queen_msg_superseded: with dedup_window = 0 a name pushed again is two
+ * messages, and only the older is superseded: in one page (a, b, a, c,
+ * a: offsets 1 and 3 are, 5 is the newest), and in a page read from a
+ * later offset (3 is still, since 5 follows it).  Another partition's
+ * copy of the name does not count.
+ */
+static void
+test_superseded(void)
+{
+	struct fix f;
+	struct queen *q = fix_open(&f, "push-superseded");
+	static const char *names[] = { "a", "b", "a", "c", "a" };
+	struct queen_batch *b = NULL;
+	bool sup[5];
+	char got[16];
+	size_t i;
+
+	is_int(push1(q, Q, NULL, "z", "0"), 1, "superseded: the queue");
+	is_int(cfg(q, Q, NULL, "dedup_window", "0"), 0,
+	    "superseded: dedup_window 0");
+	is_int(push1(q, Q, "other", "a", "x"), 1,
+	    "superseded: a in another partition");
+	for (i = 0; i < 5; i++)
+		if (push1(q, Q, "p", names[i], names[i]) != (int64_t)i + 1)
+			diag("push %zu failed: %s", i, queen_errmsg(q));
+	is_int(queen_msg_read(q, Q, "p", 1, 10, false, &b), 0,
+	    "superseded: read the page");
+	ok(b && b->n == 5, "superseded: five messages");
+	if (!b || b->n != 5) {
+		queen_batch_free(b);
+		fix_close(&f);
+		return;
+	}
+	is_int(queen_msg_superseded(q, b, sup), 0, "superseded: asked");
+	for (i = 0; i < 5; i++)
+		got[i] = sup[i] ? 'S' : '-';
+	got[5] = '\0';
+	is_str(got, "S-S--", "superseded: a at 1 and 3, not b, c or a at 5");
+	queen_batch_free(b);
+	b = NULL;
+	is_int(queen_msg_read(q, Q, "p", 3, 2, false, &b), 0,
+	    "superseded: read from offset 3");
+	ok(b && b->n == 2 && queen_msg_superseded(q, b, sup) == 0 && sup[0] &&
+		!sup[1],
+	    "superseded: a at 3 still, c not");
+	queen_batch_free(b);
+	b = NULL;
+	is_int(queen_msg_read(q, Q, "other", 1, 10, false, &b), 0,
+	    "superseded: read the other partition");
+	ok(b && b->n == 1 && queen_msg_superseded(q, b, sup) == 0 && !sup[0],
+	    "superseded: a there is its partition's newest");
+	queen_batch_free(b);
+	fix_close(&f);
+}
+
 static void
 test_dedup(void)
 {
@@ -520,6 +576,7 @@ main(void)
 	test_interleaved();
 	test_generated_txid();
 	test_dedup();
+	test_superseded();
 	test_delay();
 	test_window_buffer();
 	test_max_bytes();

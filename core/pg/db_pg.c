@@ -510,6 +510,15 @@ static const struct stmt_def sql[ST__N] = {
 	    "WHERE hash = h.hash AND id >= $1 AND id <= $2 "
 	    "ORDER BY id LIMIT 1) t" },
 	/* clang-format on */
+	/* lo key, hi key, hashes (bytea[]): each one's highest row, probed
+	 * as txn_find_many's lowest */
+	/* clang-format off */
+	[ST_TXN_NEWEST_MANY] = { "txn_newest_many",
+	    "SELECT h.hash, t.id FROM " HASHES_OF("$3")
+	    " CROSS JOIN LATERAL (SELECT id FROM txns "
+	    "WHERE hash = h.hash AND id >= $1 AND id <= $2 "
+	    "ORDER BY id DESC LIMIT 1) t" },
+	/* clang-format on */
 	/*
 	 * lo key, hi key, hashes (bytea[]): those with a row, one probe of
 	 * txns_hash each, as above.  Written as `WHERE EXISTS`, both the
@@ -1810,6 +1819,7 @@ static const struct store_ops pg_ops = {
 	.txn_find = pg_txn_find,
 	.txn_prefetch = pg_txn_prefetch,
 	.txn_find_many = pg_txn_find_many,
+	.txn_newest_many = pg_txn_newest_many,
 	.push_ahead = pg_push_ahead,
 	.pop_ahead = pg_pop_ahead,
 	.ack_ahead = pg_ack_ahead,

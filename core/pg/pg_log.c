@@ -185,6 +185,51 @@ pg_txn_find_many(struct store *s, int64_t pid, const struct hash128 *h,
 	return 0;
 }
 
+/*
+ * The highest row of each of n hashes in [lo, hi] of pid, in one
+ * statement: off[i] its offset, or 0.  A hash may come more than once.
+ */
+int
+pg_txn_newest_many(struct store *s, int64_t pid, const struct hash128 *h,
+    size_t n, int64_t lo, int64_t hi, int64_t *off)
+{
+	struct args a = { 0 };
+	unsigned char *arr;
+	size_t len, i, k;
+	PGresult *r;
+	int rc;
+
+	memset(off, 0, n * sizeof(*off));
+	if (lo < 1)
+		lo = 1;
+	if (hi > MAX_OFFSET)
+		hi = MAX_OFFSET;
+	if (n == 0 || n > 65536 || lo > hi)
+		return 0;
+	if (!(arr = pg_hash_array(h, n, &len)))
+		return -ENOMEM;
+	a_int(&a, PB(pid) + lo);
+	a_int(&a, PB(pid) + hi);
+	a_bytes(&a, arr, len);
+	r = exec(s, ST_TXN_NEWEST_MANY, &a, &rc);
+	free(arr);
+	if (!r)
+		return rc;
+	k = (size_t)PQntuples(r);
+	for (size_t j = 0; j < k; j++) {
+		const char *hv = PQgetvalue(r, (int)j, 0);
+		int64_t o = col_int(r, (int)j, 1) - PB(pid);
+
+		if (PQgetlength(r, (int)j, 0) != 16)
+			continue;
+		for (i = 0; i < n; i++)
+			if (memcmp(h[i].b, hv, 16) == 0)
+				off[i] = o;
+	}
+	PQclear(r);
+	return 0;
+}
+
 /* Make room in s->pf for n hashes, emptied. */
 static int
 pf_reset(struct store *s, size_t n, int64_t pid, int64_t lo)

@@ -40,7 +40,8 @@ enum stmt {
 	ST_MSG_APPEND, ST_MSG_APPEND_MANY, ST_TXN_APPEND, ST_MSG_SCAN, ST_MSG_SCAN_META,
 	ST_MSG_TIME, ST_MSG_NEXT, ST_MSG_COUNT, ST_MSG_PURGE,
 	ST_MSG_DELETE_PART,
-	ST_TXN_FIND_LO, ST_TXN_FIND_HI, ST_TXN_FIND_MANY, ST_TXN_PREFETCH, ST_TXN_TIME,
+	ST_TXN_FIND_LO, ST_TXN_FIND_HI, ST_TXN_FIND_MANY, ST_TXN_NEWEST_MANY,
+	ST_TXN_PREFETCH, ST_TXN_TIME,
 	ST_TXN_PURGE, ST_TXN_DELETE_PART,
 	ST_DLQ_INSERT, ST_DLQ_LIST, ST_DLQ_LIST_META, ST_DLQ_GET, ST_DLQ_GET_META,
 	ST_DLQ_COUNT, ST_DLQ_DELETE,
@@ -398,6 +399,8 @@ int pg_txn_prefetch(struct store *s, int64_t pid, const struct hash128 *h,
     size_t n, int64_t lo);
 int pg_txn_find_many(struct store *s, int64_t pid, const struct hash128 *h,
     size_t n, int64_t lo, int64_t hi);
+int pg_txn_newest_many(struct store *s, int64_t pid, const struct hash128 *h,
+    size_t n, int64_t lo, int64_t hi, int64_t *off);
 void pg_prefetch_end(struct store *s);
 unsigned char *pg_hash_array(const struct hash128 *h, size_t n, size_t *len);
 int pg_prefetch_ahead(struct store *s, int64_t pid, int64_t lo,
