@@ -414,6 +414,7 @@ void stage_replay(struct queen *q);
 
 /* text.c: generated file contents, rendered inside a job */
 int text_readme(char **out, size_t *len);
+size_t text_readme_len(void);
 int text_config(struct queen *q, struct node *n, char **out, size_t *len);
 int text_stats(struct queen *q, struct node *n, char **out, size_t *len);
 int text_sys_stats(struct queen *q, struct cred *c, char **out, size_t *len);

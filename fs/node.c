@@ -559,6 +559,12 @@ node_attr(struct node *n, struct stat *st)
 	st->st_size = n->size;
 	if (n->pend)
 		st->st_size = (off_t)n->pend->len;
+	/* the fixed texts have their size (tar and rsync copy by it); the
+	 * others are made at each read and show 0, as /proc's files do */
+	if (n->kind == K_README)
+		st->st_size = (off_t)text_readme_len();
+	else if (n->kind == K_SYS_VERSION)
+		st->st_size = (off_t)strlen(QUEENFS_VERSION "\n");
 	{
 		int64_t t = n->pend ? n->pend->mtime :
 		    n->mtime ? n->mtime : fs.started;

@@ -54,6 +54,12 @@ static const char readme[] =
 "ENOENT unknown transaction, EINVAL not an ack, EIO storage failure.\n";
 /* clang-format on */
 
+size_t
+text_readme_len(void)
+{
+	return sizeof(readme) - 1;
+}
+
 int
 text_readme(char **out, size_t *len)
 {

@@ -116,6 +116,13 @@ test_expect_success 'tar c of the mount consumes nothing' '
 	tar tf mount.tar >list &&
 	grep -q "queues/beta/partitions/default/b2" list &&
 	! grep -q "/next$" list &&
+	mkdir untar &&
+	tar xf mount.tar -C untar ./README ./sys/version \
+	    ./queues/beta/partitions/default/b2 &&
+	test_cmp "$MNT/README" untar/README &&
+	test_cmp "$MNT/sys/version" untar/sys/version &&
+	test_cmp "$MNT/queues/beta/partitions/default/b2" \
+	    untar/queues/beta/partitions/default/b2 &&
 	unchanged
 '
 
