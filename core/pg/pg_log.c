@@ -130,30 +130,48 @@ lowest_cmp(const void *a, const void *b)
  * (s->ahead.lw, sorted by hash) for the txn_find calls of an ack of many
  * that follow; a hash not found there is not in the range.
  */
-int
-pg_txn_find_many(struct store *s, int64_t pid, const struct hash128 *h,
-    size_t n, int64_t lo, int64_t hi)
+/*
+ * Run statement id (lo key, hi key, the n hashes as bytea[]) over pid's
+ * [lo, hi], clamped to the offsets there are; NULL with *rc 0 when the
+ * range or n leaves nothing to ask (n below min), or *rc the error.
+ */
+static PGresult *
+exec_hashes(struct store *s, enum stmt id, int64_t pid, const struct hash128 *h,
+    size_t n, size_t min, int64_t lo, int64_t hi, int *rc)
 {
 	struct args a = { 0 };
 	unsigned char *arr;
-	size_t len, i, k;
+	size_t len;
 	PGresult *r;
-	int rc;
 
+	*rc = 0;
 	if (lo < 1)
 		lo = 1;
 	if (hi > MAX_OFFSET)
 		hi = MAX_OFFSET;
-	if (n < 2 || n > 65536 || lo > hi)
-		return 0;
-	if (!(arr = pg_hash_array(h, n, &len)))
-		return -ENOMEM;
+	if (n < min || n > 65536 || lo > hi)
+		return NULL;
+	if (!(arr = pg_hash_array(h, n, &len))) {
+		*rc = -ENOMEM;
+		return NULL;
+	}
 	a_int(&a, PB(pid) + lo);
 	a_int(&a, PB(pid) + hi);
 	a_bytes(&a, arr, len);
-	r = exec(s, ST_TXN_FIND_MANY, &a, &rc);
+	r = exec(s, id, &a, rc);
 	free(arr);
-	if (!r)
+	return r;
+}
+
+int
+pg_txn_find_many(struct store *s, int64_t pid, const struct hash128 *h,
+    size_t n, int64_t lo, int64_t hi)
+{
+	size_t i, k;
+	PGresult *r;
+	int rc;
+
+	if (!(r = exec_hashes(s, ST_TXN_FIND_MANY, pid, h, n, 2, lo, hi, &rc)))
 		return rc;
 	k = (size_t)PQntuples(r);
 	if (k > s->ahead.lw.cap) {
@@ -193,27 +211,13 @@ int
 pg_txn_newest_many(struct store *s, int64_t pid, const struct hash128 *h,
     size_t n, int64_t lo, int64_t hi, int64_t *off)
 {
-	struct args a = { 0 };
-	unsigned char *arr;
-	size_t len, i, k;
+	size_t i, k;
 	PGresult *r;
 	int rc;
 
 	memset(off, 0, n * sizeof(*off));
-	if (lo < 1)
-		lo = 1;
-	if (hi > MAX_OFFSET)
-		hi = MAX_OFFSET;
-	if (n == 0 || n > 65536 || lo > hi)
-		return 0;
-	if (!(arr = pg_hash_array(h, n, &len)))
-		return -ENOMEM;
-	a_int(&a, PB(pid) + lo);
-	a_int(&a, PB(pid) + hi);
-	a_bytes(&a, arr, len);
-	r = exec(s, ST_TXN_NEWEST_MANY, &a, &rc);
-	free(arr);
-	if (!r)
+	if (!(r = exec_hashes(s, ST_TXN_NEWEST_MANY, pid, h, n, 1, lo, hi,
+		  &rc)))
 		return rc;
 	k = (size_t)PQntuples(r);
 	for (size_t j = 0; j < k; j++) {
