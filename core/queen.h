@@ -942,6 +942,9 @@ enum queen_txn_reason {
 /* One KV operation's answer; value points into the result block. */
 struct queen_kv_result {
 	bool found;
+	/* a precondition without `required` failed ("version", "exists"):
+	 * the operation did nothing; NULL when it applied */
+	const char *skipped;
 	int64_t version;
 	int64_t number;           /* INCR: the new value */
 	const void *value;        /* GET */

@@ -202,8 +202,10 @@ kv_write(struct queen *q, struct txn_res *tr, const struct queen_kv_op *o,
 		why = "missing";
 	if (why) {
 		free(cur);
-		if (!o->required)
+		if (!o->required) {
+			kr->skipped = why;
 			return 0;
+		}
 		snprintf(r->kv_reason, sizeof(r->kv_reason), "%s", why);
 		return refuse(r, QUEEN_TXN_KV_PRECONDITION, index,
 		    "KV precondition failed on '%.64s'", o->key);

@@ -281,17 +281,28 @@ eq(b"1", content("kv/pre/have"), "the key as it was")
 EOF
 '
 
-test_expect_success 'a precondition without required is not enforced: the step commits' '
+test_expect_success 'a precondition without required is not enforced: the step commits, the op says "applied": false' '
 	python3 <<\EOF
 from qapi import *
 L = ls("queues/r/leased")[0]
 P = os.getxattr(MNT + "/queues/r/partitions/default/r3", "user.queen.partition_id").decode()
 m = {"transactionId": "r3", "partitionId": P, "consumerGroup": "__QUEUE_MODE__", "leaseId": L, "queue": "r"}
+with open(MNT + "/kv/pre/ex", "w") as f:
+    f.write("5")
 ans = txn(full(m, "nr", kv=[{"op": "put", "ns": "pre", "key": "have", "value": 9, "expect": 7},
-    {"op": "delete", "ns": "pre", "key": "missing"}]))
+    {"op": "delete", "ns": "pre", "key": "missing"},
+    {"op": "incr", "ns": "pre", "key": "cnt", "expect": 9},
+    {"op": "putIfAbsent", "ns": "pre", "key": "ex", "value": 3, "required": False}]))
 eq(True, ans["success"], "success")
 eq(3, committed("r"), "cursor")
 eq(["out-nr"], ls("queues/sink-nr/partitions/default"), "push")
+# each skipped step says so; the one that applied does not
+kv = [x for x in ans["results"] if x["type"] == "kv"]
+eq([False, None, False, False], [x.get("applied") for x in kv], "applied")
+eq(["version", None, "version", "exists"], [x.get("kvReason") for x in kv], "kvReason")
+eq(False, "value" in kv[2], "a skipped incr shows no value")
+eq([b"1", b"5", None], [content("kv/pre/" + k) for k in ("have", "ex", "cnt")],
+    "the values stay, none is made")
 EOF
 '
 

@@ -267,8 +267,13 @@ kv_result_json(const struct queen_kv_op *o, const struct queen_kv_result *r,
 	if (o->key)
 		json_object_set_new(j, "key", json_string(o->key));
 	json_object_set_new(j, "version", json_integer(r->version));
-	if (o->type == QUEEN_KV_INCR)
+	/* a precondition not required failed: say the step did nothing */
+	if (r->skipped) {
+		json_object_set_new(j, "applied", json_false());
+		json_object_set_new(j, "kvReason", json_string(r->skipped));
+	} else if (o->type == QUEEN_KV_INCR) {
 		json_object_set_new(j, "value", json_integer(r->number));
+	}
 	if (o->type == QUEEN_KV_GET) {
 		json_object_set_new(j, "found", json_boolean(r->found));
 		json_object_set_new(j, "value", r->found ?
