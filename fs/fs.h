@@ -518,6 +518,8 @@ void note_set(const char *lease, const char *txid, const char *error,
     int64_t now);
 char *note_take(const char *lease, const char *txid);
 char *note_get(const char *lease, const char *txid);
+/* the key of the notes of a stored message (no lease): "q/QUEUE/PART" */
+void note_msg_key(const char *queue, const char *part, char *out, size_t len);
 void note_sweep(int64_t now);
 /* lease.c */
 void lease_seen(const char *id, int64_t first);

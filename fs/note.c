@@ -131,3 +131,15 @@ note_sweep(int64_t now)
 	}
 	pthread_mutex_unlock(&fs_lock);
 }
+
+/*
+ * A message set down without a lease (a lease-less rename of
+ * partitions/<p>/<x> into failed/ or dlq/) keeps its note under its queue
+ * and partition; no lease id has a '/'.
+ */
+void
+note_msg_key(const char *queue, const char *part, char *out, size_t len)
+{
+	snprintf(out, len, "q/%s/%s", queue,
+	    part ? part : QUEEN_DEFAULT_PARTITION);
+}

@@ -27,6 +27,8 @@ struct ack_job {
 	char *queue, *part, *group, *lease;
 	char *noted;            /* the name of the error note the run read
 				 * (taken at the reply, once committed) */
+	char *notekey;          /* what the notes are kept under: the lease,
+				 * or the message's queue and partition */
 	bool whole;             /* leased/L -> ack/L */
 	bool acked;             /* the run acked something */
 	bool released;          /* the ack ended the lease */
@@ -68,7 +70,7 @@ ack_run(struct job *j, struct queen *q)
 		/* the ack finds the lease's partition itself, its cursor
 		 * read (locked) with the lease and the message */
 		it.lease_id = aj->lease;
-		error = note_get(aj->lease, name);
+		error = note_get(aj->notekey, name);
 		it.error = error;
 	} else if (aj->lease) {
 		if ((rc = queen_lease_get(q, aj->lease, &li)) < 0) {
@@ -91,11 +93,14 @@ ack_run(struct job *j, struct queen *q)
 			.txid;
 		name = txid_to_name(it.txid, nm, sizeof(nm)) == 0 ? nm :
 								    it.txid;
-		error = note_get(aj->lease, name);
+		error = note_get(aj->notekey, name);
 		it.error = error;
 	} else {
 		it.queue = aj->queue;
 		it.partition = aj->part;
+		/* a note set on the stored message (partitions/<p>/<x>) */
+		error = note_get(aj->notekey, name);
+		it.error = error;
 	}
 	/* the note goes once the ack is committed (ack_reply) */
 	if (error && !(aj->noted = strdup(name))) {
@@ -141,7 +146,7 @@ ack_reply(struct job *j)
 		if (aj->lease)
 			lease_acked(aj->lease, aj->whole ? NULL : aj->name);
 		if (aj->noted)
-			free(note_take(aj->lease, aj->noted));
+			free(note_take(aj->notekey, aj->noted));
 		/* a repeat of a done ack answers 0 but acks nothing */
 		if (!aj->noop)
 			engine_count_ack();
@@ -163,6 +168,7 @@ ack_reply(struct job *j)
 	free(aj->group);
 	free(aj->lease);
 	free(aj->noted);
+	free(aj->notekey);
 }
 
 static char *
@@ -211,7 +217,16 @@ ack_rename(fuse_req_t req, struct node *p, const char *name,
 	aj->part = dup_or_null(p->part);
 	aj->group = dup_or_null(np->group);
 	aj->lease = p->kind == K_LEASED ? strdup(name) : dup_or_null(p->lease);
-	if (!aj->name || !aj->what || !aj->queue) {
+	if (p->kind == K_PART) {
+		char key[2 * QUEEN_NAME_MAX + 8];
+
+		note_msg_key(p->queue, p->part, key, sizeof(key));
+		aj->notekey = strdup(key);
+	} else {
+		aj->notekey = dup_or_null(aj->lease);
+	}
+	if (!aj->name || !aj->what || !aj->queue ||
+	    (!aj->notekey && (p->kind == K_PART || aj->lease))) {
 		aj->j.rc = -ENOMEM;
 		ack_reply(&aj->j);
 		free(aj);

@@ -245,7 +245,12 @@ op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
-	if (n->kind == K_LEASE_MSG && strcmp(name, X_PREFIX "error") == 0) {
+	if ((n->kind == K_LEASE_MSG || (n->kind == K_MSG && n->queue)) &&
+	    strcmp(name, X_PREFIX "error") == 0) {
+		char key[2 * QUEEN_NAME_MAX + 8];
+
+		if (n->kind == K_MSG)
+			note_msg_key(n->queue, n->part, key, sizeof(key));
 		if (size > NOTE_ERROR_MAX) {
 			fs_log("setxattr %s on %s: %zu bytes, more than the %d an "
 			    "error keeps (E2BIG)", name, n->name, size,
@@ -257,7 +262,8 @@ op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 			fuse_reply_err(req, ENOMEM);
 			return;
 		}
-		note_set(n->lease, n->name, s, fs_now());
+		note_set(n->kind == K_MSG ? key : n->lease, n->name, s,
+		    fs_now());
 		free(s);
 		fuse_reply_err(req, 0);
 		return;

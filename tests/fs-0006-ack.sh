@@ -436,4 +436,17 @@ test_expect_success 'partitions/p/x -> failed/ and dlq/ without a lease' '
 	test_is 3 "$(committed p4)" "committed after the ack of z3"
 '
 
+# An operator dead-letters a stored message by hand with a reason: the
+# note set on partitions/<p>/<x> goes with a lease-less rename into dlq/
+# (it was accepted and dropped), and only with that message's.
+test_expect_success ATTR 'user.queen.error on partitions/p/x goes with its lease-less dlq' '
+	printf d >"$Q/partitions/p4/z4" && printf e >"$Q/partitions/p4/z5" &&
+	setfattr -n user.queen.error -v "poison: no id" "$Q/partitions/p4/z5" &&
+	mv "$Q/partitions/p4/z4" "$Q/ack/" &&
+	mv "$Q/partitions/p4/z5" "$Q/dlq/" &&
+	test_is "poison: no id" \
+	    "$(getfattr --only-values -n user.queen.error "$Q/dlq/p4/z5")" error &&
+	test_is 5 "$(committed p4)" committed
+'
+
 test_done
